@@ -1,0 +1,213 @@
+"""Gateway config and extension descriptors (CONTRACT.md §2).
+
+:func:`parse_config` validates every field once at create, applies defaults, compiles each
+extension's ``inputSchema`` once, and raises :class:`~kelpie_gateway.errors.GatewayConfigError` whose
+envelope message starts with the JSON Pointer of the first bad field, e.g.
+``config /extensions/1/name: must match ^[a-z][a-z0-9_]{0,63}$``. Nothing is created on error.
+
+Choices where the contract is silent (see ``docs/contract-notes.md``): the config error code is
+``INVALID_REQUEST``; duplicate ``nativeMethods`` are refused; an extension's ``inputSchema`` must be a
+valid JSON Schema 2020-12 object schema (``"type": "object"``, as MCP requires of tool schemas).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from . import jsonio
+from .errors import GatewayConfigError, JsonObject, failure
+from .schema import strict_validator
+
+NAME_PATTERN: Final = r"^[a-z][a-z0-9_]{0,63}$"
+KEBAB_PATTERN: Final = r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$"
+MAX_LIST: Final = 256
+
+
+def config_json_schema() -> JsonObject:
+    """JSON Schema 2020-12 of the gateway config (CONTRACT.md §2)."""
+    globs = {
+        "type": "array",
+        "maxItems": MAX_LIST,
+        "items": {"type": "string", "minLength": 1, "maxLength": 128},
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://kelpie.invalid/schema/v1/config.json",
+        "title": "Kelpie gateway config v1",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "nativeMethods": {
+                "type": "array",
+                "maxItems": MAX_LIST,
+                "uniqueItems": True,
+                "items": {"type": "string", "pattern": KEBAB_PATTERN, "maxLength": 64},
+            },
+            "targeting": {"enum": ["direct", "selected"]},
+            "browserAvailable": {"type": "boolean"},
+            "fixedReader": {"type": "boolean"},
+            "allowActions": {"type": "boolean"},
+            "requireAuthorization": {"type": "boolean"},
+            "realm": {"enum": ["isolated", "page"]},
+            "pinnedTab": {"type": ["string", "null"], "minLength": 1, "maxLength": 256},
+            "extensions": {
+                "type": "array",
+                "maxItems": MAX_LIST,
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["name", "method", "description", "inputSchema", "mutates"],
+                    "properties": {
+                        "name": {"type": "string", "pattern": NAME_PATTERN},
+                        "method": {"type": "string", "pattern": KEBAB_PATTERN, "maxLength": 64},
+                        "description": {"type": "string", "maxLength": 4096},
+                        "inputSchema": {"type": "object"},
+                        "mutates": {"type": "boolean"},
+                        "coordinator": {"enum": ["direct", "dedicated"]},
+                        "recovery": {"type": "boolean"},
+                    },
+                },
+            },
+            "extensionFilter": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"include": globs, "exclude": globs},
+            },
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Extension:
+    """An extension descriptor after validation. ``lane`` is where its transactions run:
+    ``recovery`` (recovery:true), ``dedicated:<name>`` (coordinator dedicated) or ``direct``."""
+
+    name: str
+    method: str
+    description: str
+    input_schema: JsonObject
+    mutates: bool
+    coordinator: str
+    recovery: bool
+    validator: Any
+
+    @property
+    def lane(self) -> str:
+        if self.recovery:
+            return "recovery"
+        if self.coordinator == "dedicated":
+            return f"dedicated:{self.name}"
+        return "direct"
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated config with every default applied (CONTRACT.md §2)."""
+
+    native_methods: frozenset[str]
+    targeting: str
+    browser_available: bool
+    fixed_reader: bool
+    allow_actions: bool
+    require_authorization: bool
+    realm: str
+    pinned_tab: str | None
+    extensions: tuple[Extension, ...]
+    include: tuple[str, ...] | None
+    exclude: tuple[str, ...]
+
+    def filter_admits(self, name: str) -> bool:
+        """``extensionFilter``: exclude wins; no include list admits every name (fnmatch globs)."""
+        if any(fnmatch.fnmatchcase(name, g) for g in self.exclude):
+            return False
+        return self.include is None or any(fnmatch.fnmatchcase(name, g) for g in self.include)
+
+
+_VALIDATOR: Any = None
+
+
+def _fail(pointer: str, message: str) -> GatewayConfigError:
+    return GatewayConfigError(failure(None, "INVALID_REQUEST", f"config {pointer or '/'}: {message}"))
+
+
+def _pointer(path: Any) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
+    """Validate ``raw`` (Mapping or JSON text) and return a :class:`Config`.
+
+    Raises :class:`GatewayConfigError` (envelope code INVALID_JSON, REQUEST_TOO_LARGE or INVALID_REQUEST)."""
+    global _VALIDATOR
+    if isinstance(raw, str | bytes | bytearray):
+        try:
+            data = jsonio.loads(raw)
+        except jsonio.JsonError as exc:
+            raise GatewayConfigError(failure(None, exc.code, f"config: {exc}")) from None
+    elif isinstance(raw, Mapping):
+        try:
+            data = jsonio.loads(jsonio.dumps(dict(raw)))
+        except (TypeError, jsonio.JsonError) as exc:
+            raise _fail("", f"not JSON data: {exc}") from None
+    else:
+        raise _fail("", "must be a JSON object")
+    if not isinstance(data, dict):
+        raise _fail("", "must be a JSON object")
+    if _VALIDATOR is None:
+        _VALIDATOR = strict_validator(config_json_schema())
+    errors = sorted(
+        _VALIDATOR.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.path)))
+    )
+    if errors:
+        err = errors[0]
+        raise _fail(_pointer(err.absolute_path), err.message[:300])
+    native = data.get("nativeMethods", [])
+    extensions: list[Extension] = []
+    seen: set[str] = set()
+    for i, d in enumerate(data.get("extensions", [])):
+        if d["name"] in seen:
+            raise _fail(f"/extensions/{i}/name", f"duplicate extension name {d['name']!r}")
+        seen.add(d["name"])
+        schema = d["inputSchema"]
+        try:
+            cls_validator = strict_validator(schema)
+            type(cls_validator).check_schema(schema)
+        except Exception as exc:
+            message = getattr(exc, "message", str(exc))
+            raise _fail(f"/extensions/{i}/inputSchema", f"not a valid JSON Schema: {message[:200]}") from None
+        if schema.get("type") != "object":
+            raise _fail(
+                f"/extensions/{i}/inputSchema/type", 'must be "object" (MCP tool input schemas are objects)'
+            )
+        if d.get("recovery") and d.get("coordinator") == "dedicated":
+            raise _fail(f"/extensions/{i}/coordinator", "a recovery extension runs on the recovery lane")
+        extensions.append(
+            Extension(
+                name=d["name"],
+                method=d["method"],
+                description=d["description"],
+                input_schema=schema,
+                mutates=d["mutates"],
+                coordinator=d.get("coordinator", "direct"),
+                recovery=bool(d.get("recovery", False)),
+                validator=cls_validator,
+            )
+        )
+    flt = data.get("extensionFilter", {})
+    include = flt.get("include")
+    return Config(
+        native_methods=frozenset(native),
+        targeting=data.get("targeting", "direct"),
+        browser_available=data.get("browserAvailable", True),
+        fixed_reader=data.get("fixedReader", False),
+        allow_actions=data.get("allowActions", True),
+        require_authorization=data.get("requireAuthorization", True),
+        realm=data.get("realm", "isolated"),
+        pinned_tab=data.get("pinnedTab"),
+        extensions=tuple(extensions),
+        include=None if include is None else tuple(include),
+        exclude=tuple(flt.get("exclude", [])),
+    )

@@ -1,0 +1,146 @@
+"""Error codes, envelopes and the two exceptions of the Python API (CONTRACT.md §4, §11).
+
+The error-code set is closed: every code a user can see is listed in :data:`ERROR_CODES` with the
+default message, whether a caller may simply try again (``retryable``), and a one-line doc that the
+generated reference in ``docs/`` prints. Add a code only with a doc line and a test.
+
+Envelope shapes (CONTRACT.md §4)::
+
+    {"version": 1, "id": ..., "success": true, "result": {...}}
+    {"version": 1, "id": ..., "success": false,
+     "error": {"code": str, "message": str, "retryable": bool}, "mayHaveCompleted": bool}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+JsonObject = dict[str, Any]
+
+#: code -> (retryable, meaning). The meaning is shown in the generated contract reference.
+ERROR_CODES: Final[dict[str, tuple[bool, str]]] = {
+    "INVALID_JSON": (False, "The input is not well-formed UTF-8 JSON (or nests deeper than 1,000 levels)."),
+    "INVALID_REQUEST": (
+        False,
+        "The JSON is not a canonical request: wrong version, unknown field, wrong type.",
+    ),
+    "INVALID_PARAMS": (
+        False,
+        "The method exists but its params are wrong; the message names the JSON Pointer.",
+    ),
+    "UNSUPPORTED_METHOD": (False, "The method is unknown or not implemented by this host."),
+    "ACTIONS_DISABLED": (False, "The method mutates and this gateway was created with allowActions:false."),
+    "BROWSER_UNAVAILABLE": (
+        False,
+        "The method needs a renderer and this gateway has none (browserAvailable:false).",
+    ),
+    "BUSY": (True, "Another transaction is active on this lane; nothing was dispatched. Try again later."),
+    "NOT_AUTHORIZED": (False, "The host's policy refused the transaction at its authorize step."),
+    "TAB_REQUIRED": (False, "Direct targeting: this method needs params.tabId."),
+    "TAB_NOT_FOUND": (False, "No such tab."),
+    "TAB_STALE": (
+        False,
+        "The ref's snapshot was taken of an older document of that tab; take a new snapshot.",
+    ),
+    "TAB_NOT_SELECTED": (False, "Selected targeting: the named tab is not the selected tab."),
+    "TAB_PINNED": (False, "This gateway is pinned to one tab; other tabs and tab switching are refused."),
+    "UNKNOWN_REF": (False, "The ref was never issued by this gateway (or names no element of its snapshot)."),
+    "STALE_SNAPSHOT": (
+        False,
+        "The ref belongs to an older snapshot of its tab; use refs from the latest one.",
+    ),
+    "CROSS_TAB_REF": (False, "The ref belongs to another tab's snapshot."),
+    "REFS_INVALIDATED": (
+        False,
+        "The tab's refs were invalidated (navigation, mutation, renderer change); snapshot again.",
+    ),
+    "NODE_REPLACED": (
+        False,
+        "The element behind the ref was removed or replaced in the page; snapshot again.",
+    ),
+    "NOT_TYPABLE": (
+        False,
+        "The element does not accept typed text (number, file, date, checkbox, radio, ...).",
+    ),
+    "OPTION_UNSUPPORTED": (False, "The option value is not supported by this host (e.g. fullPage:true)."),
+    "TIMEOUT": (True, "The renderer did not answer within timeoutMs."),
+    "CANCELLED": (True, "The host cancelled the transaction."),
+    "RENDERER_CHANGED": (
+        True,
+        "The renderer or tab changed while a read was in flight; its result was discarded.",
+    ),
+    "RENDERER_FAILED": (False, "The renderer reported a failure or returned a malformed result."),
+    "REQUEST_TOO_LARGE": (False, "The request JSON is over 4 MiB; it was not parsed."),
+    "RESPONSE_TOO_LARGE": (False, "The renderer's result JSON is over 32 MiB; it was discarded."),
+    "RECONCILE_REQUIRED": (
+        False,
+        "An earlier mutation on this tab has an unknown outcome; observe the tab (tab.snapshot or "
+        "tabs.list) before mutating it again.",
+    ),
+    "EXTENSION_NOT_ADMITTED": (
+        False,
+        "No admitted extension has that name (unknown, filtered or not implemented).",
+    ),
+    "STALE_STEP": (False, "The advance/cancel does not match the pending step (late, duplicated or forged)."),
+    "INTERNAL": (False, "A bug in the gateway; the gateway stays usable. Please report it."),
+}
+
+UNKNOWN_OUTCOME_HINT: Final = " The action may have taken effect: observe the tab (tab.snapshot) before acting again; do not repeat it blindly."
+
+
+class GatewayConfigError(ValueError):
+    """Raised by ``Gateway(config)`` for an invalid config (CONTRACT.md §2, §11).
+
+    ``.envelope`` is the same failure envelope the C ABI returns through ``error_json_out``:
+    ``{"version":1,"id":null,"success":false,"error":{"code":"INVALID_REQUEST",...},"mayHaveCompleted":false}``
+    whose message starts with the JSON Pointer of the bad field (e.g. ``/extensions/0/name``).
+    """
+
+    def __init__(self, envelope: JsonObject) -> None:
+        super().__init__(envelope["error"]["message"])
+        self.envelope = envelope
+
+
+class GatewayPendingError(RuntimeError):
+    """Raised by ``Gateway.close()`` while a renderer callback is pending (CONTRACT.md §10, §11).
+
+    The gateway stays intact and usable; close again after the callback retires.
+    """
+
+
+def error_body(code: str, message: str | None = None) -> JsonObject:
+    """``{"code","message","retryable"}`` for a code of the closed set (unknown codes become INTERNAL)."""
+    entry = ERROR_CODES.get(code)
+    if entry is None:
+        return {
+            "code": "INTERNAL",
+            "message": f"unknown error code {code!r}: {message or ''}",
+            "retryable": False,
+        }
+    return {"code": code, "message": message if message else entry[1], "retryable": entry[0]}
+
+
+def failure(
+    request_id: Any, code: str, message: str | None = None, *, may_have_completed: bool = False
+) -> JsonObject:
+    """A failure envelope (CONTRACT.md §4). Unknown outcomes get the observe-before-acting hint appended."""
+    body = error_body(code, message)
+    if may_have_completed and not body["message"].endswith(UNKNOWN_OUTCOME_HINT):
+        body["message"] += UNKNOWN_OUTCOME_HINT
+    return {
+        "version": 1,
+        "id": request_id,
+        "success": False,
+        "error": body,
+        "mayHaveCompleted": may_have_completed,
+    }
+
+
+def success(request_id: Any, result: JsonObject) -> JsonObject:
+    """A success envelope (CONTRACT.md §4)."""
+    return {"version": 1, "id": request_id, "success": True, "result": result}
+
+
+def rejected(code: str, message: str) -> JsonObject:
+    """A ``rejected`` step (CONTRACT.md §5): the advance/cancel changed nothing."""
+    return {"step": "rejected", "error": error_body(code, message)}

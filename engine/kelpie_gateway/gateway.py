@@ -1,0 +1,887 @@
+"""The gateway: lanes, BUSY, begin / next / advance / cancel, result shaping (CONTRACT.md §3–§6, §8, §11).
+
+One :class:`Gateway` per browser (or profile). It performs no I/O: it hands the host *steps* and consumes
+the host's results. State changes go through :class:`~kelpie_gateway.transaction.Transaction.fire`
+(the graph lives in :mod:`kelpie_gateway.transaction`); this module decides *which* event to fire.
+
+Lanes: ``direct`` (core methods and direct extensions), ``recovery`` (``recovery:true`` extensions — they
+stay reachable while a dialog blocks a direct-lane command), ``dedicated:<name>`` (long-running
+extensions). One active transaction per lane; a ``begin`` on an occupied lane completes at once with
+``BUSY`` and touches nothing.
+
+Thread safety: every public method but :meth:`Gateway.invalidate_refs` takes the gateway's lock;
+``invalidate_refs`` only appends to a lock-free queue that the others drain first (§6).
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from . import jsonio
+from .catalog import Catalog
+from .config import Extension, parse_config
+from .errors import ERROR_CODES, GatewayPendingError, JsonObject, failure, rejected, success
+from .refs import RefError, RefStore
+from .schema import METHODS, TIMEOUT_DEFAULT_MS, ParamError, validate_request
+from .transaction import AUTHORIZE_STATES, DISPATCH_STATES, Transaction
+
+WORLD: Final = "KelpieBrowserControl"
+ADVANCE_PARSE_CAP: Final = 256 * 1024 * 1024
+"""``advance`` JSON text above this is rejected unparsed; results above 32 MiB are RESPONSE_TOO_LARGE."""
+_CANCEL_CODES: Final = {"timeout": "TIMEOUT", "cancelled": "CANCELLED", "renderer-closed": "RENDERER_FAILED"}
+_PASSTHROUGH: Final = frozenset(
+    {
+        "TAB_NOT_FOUND",
+        "TAB_STALE",
+        "NODE_REPLACED",
+        "NOT_TYPABLE",
+        "OPTION_UNSUPPORTED",
+        "TIMEOUT",
+        "CANCELLED",
+        "RENDERER_CHANGED",
+        "RENDERER_FAILED",
+        "RESPONSE_TOO_LARGE",
+        "NOT_AUTHORIZED",
+        "BROWSER_UNAVAILABLE",
+        "INVALID_PARAMS",
+    }
+)
+"""Renderer error codes passed through to the client; any other code becomes RENDERER_FAILED."""
+_TAB_TARGETED: Final = frozenset({"tabs.select", "tabs.close"})
+_REF_METHODS: Final = frozenset({"tab.click", "tab.type"})
+_LARGE: Final = frozenset({"tab.snapshot", "tab.screenshot", "tab.click", "tab.type"})
+
+Render = Callable[[JsonObject], Any]
+Clock = Callable[[], float]
+
+
+class _Malformed(Exception):
+    """A renderer result lacks a required field or has the wrong type (RENDERER_FAILED)."""
+
+
+class _Refusal(Exception):
+    """A refusal decided while building or shaping a step."""
+
+    def __init__(self, code: str, message: str, may_have_completed: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.may_have_completed = may_have_completed
+
+
+def _field(obj: Any, name: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = obj.get(name) if isinstance(obj, dict) else None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _Malformed(f"{where}: missing or malformed field {name!r}")
+    return value
+
+
+def _cut_utf16(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut to at most ``limit`` UTF-16 code units without splitting a surrogate pair."""
+    if len(text) * 2 <= limit:
+        return text, False
+    units = 0
+    for i, ch in enumerate(text):
+        units += 2 if ord(ch) > 0xFFFF else 1
+        if units > limit:
+            return text[:i], True
+    return text, False
+
+
+class Gateway:
+    """A browser-control gateway (CONTRACT.md §11). Mirrors the C ABI one to one.
+
+    ``config``: Mapping or JSON text (§2); raises :class:`~kelpie_gateway.errors.GatewayConfigError`.
+    ``clock``: monotonic seconds (default :func:`time.monotonic`); used for dispatch deadlines
+    (``next`` marks an overdue dispatch ``"overdue": true``) and ``audit.elapsedMs``.
+    Every other method returns a step dict and never raises for bad input.
+    """
+
+    def __init__(self, config: Mapping[str, Any] | str | bytes, *, clock: Clock | None = None) -> None:
+        self._config = parse_config(config)
+        self._catalog = Catalog(self._config)
+        self._refs = RefStore()
+        self._lock = threading.RLock()
+        self._clock: Clock = clock if clock is not None else time.monotonic
+        self._key = secrets.token_hex(16)
+        self._lanes: dict[str, Transaction] = {}
+        self._by_id: dict[str, Transaction] = {}
+        self._counter = 0
+        self._reconcile: set[str] = set()
+        self._closed = False
+
+    # ================================================================== public API
+    def begin(self, request: Mapping[str, Any] | str | bytes) -> JsonObject:
+        """Start a canonical transaction (§5). Returns an ``authorize``, ``dispatch`` or ``complete`` step."""
+        with self._lock:
+            self._refs.drain()
+            try:
+                return self._begin_raw(request, None)
+            except Exception as exc:  # a bug: report it, keep the gateway usable
+                return self._complete_now(failure(None, "INTERNAL", f"internal error: {exc!r}"), None)
+
+    def begin_mcp(self, message: Mapping[str, Any] | str | bytes) -> JsonObject:
+        """Start a transaction from a JSON-RPC 2.0 message (§7); the ``complete`` step carries the
+        JSON-RPC response (``null`` with ``httpStatus: 202`` for a notification)."""
+        from . import mcp
+
+        with self._lock:
+            self._refs.drain()
+            try:
+                step: JsonObject = mcp.begin(self, message)
+                return step
+            except Exception as exc:
+                response = {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": -32603, "message": f"internal error: {exc!r}"},
+                }
+                return self._complete_now(failure(None, "INTERNAL", repr(exc)), lambda _e: response)
+
+    def next(self, transaction: str | None = None) -> JsonObject:
+        """Re-read the pending step of ``transaction`` (None = the direct lane) without changing anything.
+
+        Returns the pending ``authorize``/``dispatch`` step (``"overdue": true`` added once a dispatch's
+        ``timeoutMs`` has passed on the clock: the host must ``cancel``), or ``{"step":"idle"}`` (with
+        ``awaitingRetirement`` while a cancelled dispatch's callback is still out)."""
+        with self._lock:
+            self._refs.drain()
+            if transaction is None:
+                txn = self._lanes.get("direct")
+            elif isinstance(transaction, str):
+                txn = self._by_id.get(transaction)
+            else:
+                return rejected("INVALID_REQUEST", "transaction must be a string or null")
+            if txn is None:
+                return {"step": "idle"}
+            if txn.state == "retiring":
+                return {"step": "idle", "awaitingRetirement": {"transaction": txn.id, "seq": txn.seq}}
+            if txn.pending is None:
+                return {"step": "idle"}
+            step = dict(txn.pending)
+            if txn.deadline is not None and self._clock() > txn.deadline:
+                step["overdue"] = True
+            return step
+
+    def advance(self, result: Mapping[str, Any] | str | bytes) -> JsonObject:
+        """Consume one host result: ``{"transaction","seq","result"}`` or ``{"transaction","retire":
+        "renderer-closed"}``. A result that does not match the pending step is ``rejected``
+        (``STALE_STEP``) and changes nothing; malformed input is ``rejected`` ``INVALID_REQUEST``."""
+        with self._lock:
+            self._refs.drain()
+            try:
+                return self._advance(result)
+            except Exception as exc:
+                return rejected("INTERNAL", f"internal error: {exc!r}")
+
+    def cancel(self, cancel: Mapping[str, Any] | str | bytes) -> JsonObject:
+        """Cancel ``{"transaction","reason": "timeout"|"cancelled"|"renderer-closed"}`` (§5).
+
+        During ``authorize`` or a read-only dispatch: complete, refused, ``mayHaveCompleted:false``.
+        During a mutating dispatch: complete, ``mayHaveCompleted:true``. After a cancel during any
+        dispatch the lane stays exclusive until the late callback retires (not for renderer-closed)."""
+        with self._lock:
+            self._refs.drain()
+            try:
+                return self._cancel(cancel)
+            except Exception as exc:
+                return rejected("INTERNAL", f"internal error: {exc!r}")
+
+    def invalidate_refs(self, tab_id: str | None = None) -> None:
+        """Invalidate ``tab_id``'s refs (None = every tab). Any thread, any time; never blocks (§6)."""
+        if tab_id is None or isinstance(tab_id, str):
+            self._refs.enqueue(tab_id)
+
+    def close(self) -> None:
+        """Close the gateway; raises :class:`GatewayPendingError` while a renderer callback is pending."""
+        with self._lock:
+            self._refs.drain()
+            pending = [t.id for t in self._by_id.values() if t.callback_pending]
+            if pending:
+                raise GatewayPendingError(f"renderer callback pending for {', '.join(pending)}")
+            self._closed = True
+            self._lanes.clear()
+            self._by_id.clear()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # ================================================================== begin
+    def _new_id(self) -> str:
+        self._counter += 1
+        return f"t{self._counter}"
+
+    def _begin_raw(self, request: Any, render: Render | None) -> JsonObject:
+        if isinstance(request, str | bytes | bytearray | memoryview):
+            try:
+                request = jsonio.loads(request)
+            except jsonio.JsonError as exc:
+                return self._complete_now(failure(None, exc.code, str(exc)), render)
+        elif isinstance(request, Mapping) and not isinstance(request, dict):
+            request = dict(request)
+        return self._begin_parsed(request, render)
+
+    def _begin_parsed(self, request: Any, render: Render | None) -> JsonObject:
+        """Run a parsed canonical request (also the entry point of the MCP translation)."""
+        if self._closed:
+            return self._complete_now(failure(None, "INVALID_REQUEST", "this gateway is closed"), render)
+        try:
+            rid, method, name, params = validate_request(request)
+        except ParamError as exc:
+            return self._complete_now(failure(getattr(exc, "request_id", None), exc.code, str(exc)), render)
+        if method is None:
+            advertised = ", ".join(self._catalog.methods)
+            return self._complete_now(
+                failure(
+                    rid, "UNSUPPORTED_METHOD", f"unknown method {name!r}; this gateway offers: {advertised}"
+                ),
+                render,
+            )
+        code = self._catalog.refusal(method)
+        if code is not None and name != "extension.call":
+            return self._complete_now(failure(rid, code, self._refusal_message(code, name)), render, name)
+        lane, mutates, ext = "direct", method.mutates, None
+        if name == "extension.call":
+            ext = self._catalog.extensions.get(params["name"])
+            if ext is None:
+                return self._complete_now(
+                    failure(rid, "EXTENSION_NOT_ADMITTED", f"no admitted extension named {params['name']!r}"),
+                    render,
+                    name,
+                )
+            refusal = self._check_arguments(ext, params["arguments"])
+            if refusal is not None:
+                return self._complete_now(failure(rid, refusal[0], refusal[1]), render, name)
+            lane, mutates = ext.lane, ext.mutates
+        tab_id: str | None = None
+        if method.tab_scoped or name in _TAB_TARGETED:
+            tab_id = params.get("tabId")
+            pin = self._config.pinned_tab
+            if pin is not None:
+                if tab_id is None:
+                    tab_id = params["tabId"] = pin
+                elif tab_id != pin:
+                    return self._complete_now(
+                        failure(
+                            rid, "TAB_PINNED", f"this session is pinned to tab {pin!r}; {tab_id!r} is refused"
+                        ),
+                        render,
+                        name,
+                    )
+            if tab_id is None and self._config.targeting == "direct":
+                return self._complete_now(
+                    failure(rid, "TAB_REQUIRED", f"{name} needs params.tabId (direct targeting)"),
+                    render,
+                    name,
+                )
+        active = self._lanes.get(lane)
+        if active is not None:
+            what = (
+                "waiting for a cancelled dispatch to retire" if active.state == "retiring" else active.method
+            )
+            return self._complete_now(
+                failure(
+                    rid,
+                    "BUSY",
+                    f"lane {lane!r} is busy ({what}, transaction {active.id}); nothing was dispatched",
+                ),
+                render,
+                name,
+            )
+        txn = Transaction(
+            id=self._new_id(),
+            lane=lane,
+            method=name,
+            request_id=rid,
+            request={"version": 1, "id": rid, "method": name, "params": params},
+            mutates=mutates,
+            started=self._clock(),
+            render=render,
+            tab_id=tab_id,
+        )
+        txn.plan["ext"] = ext
+        try:
+            self._precheck(txn, tab_id)
+        except _Refusal as exc:
+            return self._complete_now(failure(rid, exc.code, exc.message), render, name, txn_id=txn.id)
+        self._lanes[lane] = txn
+        self._by_id[txn.id] = txn
+        if self._config.require_authorization:
+            return self._issue_authorize(txn, "authorize", txn.request, txn.mutates)
+        return self._after_admission(txn)
+
+    def _refusal_message(self, code: str, name: str) -> str:
+        if code == "UNSUPPORTED_METHOD":
+            return f"{name} is not implemented by this host; this gateway offers: {', '.join(self._catalog.methods)}"
+        if code == "TAB_PINNED":
+            return f"{name} is refused: this session is pinned to tab {self._config.pinned_tab!r}"
+        return f"{name}: {ERROR_CODES[code][1]}"
+
+    def _check_arguments(self, ext: Extension, arguments: Any) -> tuple[str, str] | None:
+        try:
+            size = jsonio.size_of(arguments)
+        except TypeError as exc:
+            return "INVALID_PARAMS", f"/params/arguments: not JSON data ({exc})"
+        if size > jsonio.MAX_REQUEST_BYTES:
+            return (
+                "REQUEST_TOO_LARGE",
+                f"arguments are {size} bytes; the cap is {jsonio.MAX_REQUEST_BYTES} bytes",
+            )
+        error = next(iter(ext.validator.iter_errors(arguments)), None)
+        if error is not None:
+            pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
+            return "INVALID_PARAMS", f"/params/arguments{pointer}: {error.message[:300]}"
+        return None
+
+    def _precheck(self, txn: Transaction, tab_id: str | None) -> None:
+        """Ref validity and RECONCILE_REQUIRED for ``tab_id`` (None: the ref's own tab); raises _Refusal."""
+        params = txn.request["params"]
+        if txn.method in _REF_METHODS:
+            ref = params["ref"]
+            target = tab_id if tab_id is not None else (self._refs.owner(ref) or "")
+            try:
+                self._refs.resolve(ref, target)
+            except RefError as exc:
+                raise _Refusal(exc.code, exc.message) from None
+        if txn.mutates and tab_id is not None and tab_id in self._reconcile:
+            raise _Refusal(
+                "RECONCILE_REQUIRED",
+                f"an earlier action on tab {tab_id!r} has an unknown outcome; take a tab.snapshot (or tabs.list) "
+                "of it before acting on it again",
+            )
+
+    # ================================================================== steps
+    def _issue_authorize(
+        self, txn: Transaction, event: str, request: JsonObject, mutates: bool
+    ) -> JsonObject:
+        txn.fire(event)
+        txn.seq += 1
+        tab = txn.tab_id
+        target = None if tab is None else {"tabId": tab, "generation": self._refs.generation(tab)}
+        txn.pending = {
+            "step": "authorize",
+            "transaction": txn.id,
+            "seq": txn.seq,
+            "lane": txn.lane,
+            "request": request,
+            "mutates": mutates,
+            "target": target,
+        }
+        return dict(txn.pending)
+
+    def _issue_dispatch(
+        self, txn: Transaction, event: str, method: str, params: JsonObject, mutates: bool
+    ) -> JsonObject:
+        txn.fire(event)
+        txn.seq += 1
+        txn.dispatches += 1
+        timeout = txn.request["params"].get("timeoutMs", TIMEOUT_DEFAULT_MS)
+        txn.deadline = self._clock() + timeout / 1000.0
+        txn.pending = {
+            "step": "dispatch",
+            "transaction": txn.id,
+            "seq": txn.seq,
+            "method": method,
+            "params": params,
+            "mutates": mutates,
+            "timeoutMs": timeout,
+        }
+        return dict(txn.pending)
+
+    def _after_admission(self, txn: Transaction) -> JsonObject:
+        name = txn.method
+        if name == "documentation":
+            return self._finish(
+                txn, success(txn.request_id, {"format": "markdown", "text": self._catalog.documentation()})
+            )
+        if name == "capabilities":
+            return self._finish(txn, success(txn.request_id, self._catalog.capabilities()))
+        if self._config.targeting == "selected" and METHODS[name].tab_scoped:
+            return self._issue_dispatch(txn, "inspect", "get-tabs", {}, False)
+        return self._issue_main(txn, "dispatch")
+
+    def _issue_main(self, txn: Transaction, event: str) -> JsonObject:
+        try:
+            self._precheck(txn, txn.tab_id)
+            endpoint, params = self._native_call(txn)
+        except _Refusal as exc:
+            return self._finish(txn, failure(txn.request_id, exc.code, exc.message))
+        step = self._issue_dispatch(txn, event, endpoint, params, txn.mutates)
+        if txn.mutates:
+            txn.dispatched_mutation = True
+            self._invalidate_for(txn)
+        txn.epoch = self._refs.epoch(txn.tab_id)
+        return step
+
+    def _invalidate_for(self, txn: Transaction) -> None:
+        """Mutations dispatched inside the gateway invalidate their target tab's refs (§6)."""
+        if txn.method == "tabs.open":
+            return
+        target = txn.tab_id
+        ext: Extension | None = txn.plan.get("ext")
+        if ext is not None:
+            arg = (
+                txn.request["params"]["arguments"].get("tabId")
+                if isinstance(txn.request["params"]["arguments"], dict)
+                else None
+            )
+            target = arg if isinstance(arg, str) else None
+            if target is None:
+                self._refs.invalidate_all()
+                return
+        if target is not None:
+            self._refs.invalidate(target)
+
+    def _native_call(self, txn: Transaction) -> tuple[str, JsonObject]:
+        """The native endpoint and its exact params for the main dispatch (raises _Refusal for refs)."""
+        p = txn.request["params"]
+        name = txn.method
+        tab = txn.tab_id
+        if name == "extension.call":
+            ext: Extension = txn.plan["ext"]
+            return ext.method, p["arguments"]
+        if name == "tabs.list":
+            return "get-tabs", {}
+        if name == "tabs.select":
+            return "switch-tab", {"tabId": tab}
+        if name == "tabs.open":
+            return "new-tab", ({"url": p["url"]} if "url" in p else {})
+        if name == "tabs.close":
+            return "close-tab", {"tabId": tab}
+        if name == "tab.navigate":
+            return "navigate", {"tabId": tab, "url": p["url"], "timeoutMs": p["timeoutMs"]}
+        if name == "tab.screenshot":
+            return "screenshot", {
+                "tabId": tab,
+                "format": p["format"],
+                "fullPage": p["fullPage"],
+                "timeoutMs": p["timeoutMs"],
+            }
+        from . import reader
+
+        if name == "tab.snapshot":
+            script = reader.snapshot_script(self._key, max_chars=p["maxChars"], max_elements=p["maxElements"])
+        else:
+            assert tab is not None
+            try:
+                handle = self._refs.resolve(p["ref"], tab)
+            except RefError as exc:
+                raise _Refusal(exc.code, exc.message) from None
+            if name == "tab.click":
+                script = reader.click_script(self._key, handle)
+            else:
+                script = reader.type_script(self._key, handle, p["text"])
+        return "browser-control-evaluate", {
+            "tabId": tab,
+            "world": WORLD,
+            "script": script,
+            "timeoutMs": p["timeoutMs"],
+        }
+
+    # ================================================================== completion
+    def _audit(self, txn: Transaction | None, envelope: JsonObject, method: str | None) -> JsonObject:
+        ok = envelope.get("success") is True
+        outcome = "success" if ok else ("unknown" if envelope.get("mayHaveCompleted") else "refused")
+        audit: JsonObject = {
+            "method": txn.method if txn is not None else method,
+            "lane": txn.lane if txn is not None else None,
+            "tabId": txn.tab_id if txn is not None else None,
+            "outcome": outcome,
+            "code": None if ok else envelope["error"]["code"],
+            "dispatches": txn.dispatches if txn is not None else 0,
+            "elapsedMs": round((self._clock() - txn.started) * 1000.0, 3) if txn is not None else 0.0,
+        }
+        return audit
+
+    def _complete_step(
+        self, txn_id: str, seq: int, envelope: JsonObject, render: Render | None, audit: JsonObject
+    ) -> JsonObject:
+        response = render(envelope) if render is not None else envelope
+        step: JsonObject = {
+            "step": "complete",
+            "transaction": txn_id,
+            "seq": seq,
+            "response": response,
+            "audit": audit,
+        }
+        if response is None:
+            step["httpStatus"] = 202
+        return step
+
+    def _complete_now(
+        self,
+        envelope: JsonObject,
+        render: Render | None,
+        method: str | None = None,
+        *,
+        txn_id: str | None = None,
+    ) -> JsonObject:
+        """A transaction refused (or answered) before it took a lane: one ``complete`` step, seq 1."""
+        return self._complete_step(
+            txn_id or self._new_id(), 1, envelope, render, self._audit(None, envelope, method)
+        )
+
+    def _release(self, txn: Transaction) -> None:
+        if self._lanes.get(txn.lane) is txn:
+            del self._lanes[txn.lane]
+        self._by_id.pop(txn.id, None)
+
+    def _finish(self, txn: Transaction, envelope: JsonObject) -> JsonObject:
+        if envelope.get("mayHaveCompleted") and txn.tab_id is not None:
+            self._reconcile.add(txn.tab_id)
+        txn.fire("finish")
+        self._release(txn)
+        txn.seq += 1
+        return self._complete_step(txn.id, txn.seq, envelope, txn.render, self._audit(txn, envelope, None))
+
+    # ================================================================== advance / cancel
+    def _parse_host(self, data: Any, cap: int) -> tuple[Any, int]:
+        if isinstance(data, str | bytes | bytearray | memoryview):
+            size = len(data)
+            try:
+                return jsonio.loads(data, cap=cap), size
+            except jsonio.JsonError as exc:
+                raise _Refusal("INVALID_REQUEST", str(exc)) from None
+        if isinstance(data, Mapping):
+            return (data if isinstance(data, dict) else dict(data)), -1
+        raise _Refusal("INVALID_REQUEST", "expected a JSON object")
+
+    def _advance(self, data: Any) -> JsonObject:
+        try:
+            msg, size = self._parse_host(data, ADVANCE_PARSE_CAP)
+        except _Refusal as exc:
+            return rejected(exc.code, exc.message)
+        if not isinstance(msg, dict):
+            return rejected("INVALID_REQUEST", "advance takes a JSON object")
+        tid = msg.get("transaction")
+        if not isinstance(tid, str):
+            return rejected("INVALID_REQUEST", "advance needs a string 'transaction'")
+        if "retire" in msg:
+            if set(msg) != {"transaction", "retire"} or msg["retire"] != "renderer-closed":
+                return rejected(
+                    "INVALID_REQUEST", 'a retirement is {"transaction": T, "retire": "renderer-closed"}'
+                )
+            txn = self._by_id.get(tid)
+            if txn is None or not txn.accepts("retire"):
+                return rejected(
+                    "STALE_STEP", f"transaction {tid!r} has no cancelled dispatch awaiting retirement"
+                )
+            return self._retire(txn)
+        if set(msg) != {"transaction", "seq", "result"}:
+            extra = sorted(set(msg) - {"transaction", "seq", "result"})
+            what = f"unknown field(s) {extra}" if extra else "'seq' and 'result' are required"
+            return rejected("INVALID_REQUEST", f"advance takes {{transaction, seq, result}}: {what}")
+        seq = msg["seq"]
+        if type(seq) is not int:
+            return rejected("INVALID_REQUEST", "'seq' must be an integer")
+        txn = self._by_id.get(tid)
+        if txn is None or seq != txn.seq:
+            return rejected(
+                "STALE_STEP", f"no pending step {tid!r} seq {seq}; late, duplicated or forged result ignored"
+            )
+        if txn.accepts("retire"):
+            return self._retire(txn)
+        if not txn.accepts("advance"):
+            return rejected("STALE_STEP", f"transaction {tid!r} is not waiting for a result")
+        result = msg["result"]
+        if txn.state in AUTHORIZE_STATES:
+            return self._on_authorization(txn, result)
+        if (
+            size < 0
+            and txn.state == "dispatching"
+            and (txn.plan.get("ext") is not None or txn.method in _LARGE)
+        ):
+            size = jsonio.size_of(result)  # a Python host passed a dict: measure what could be large
+        if size > jsonio.MAX_RESULT_BYTES:
+            return self._fail_dispatch(
+                txn,
+                "RESPONSE_TOO_LARGE",
+                f"the renderer's result is over {jsonio.MAX_RESULT_BYTES} bytes (32 MiB); it was discarded",
+                None,
+            )
+        return self._on_result(txn, result)
+
+    def _on_authorization(self, txn: Transaction, result: Any) -> JsonObject:
+        if not isinstance(result, dict) or not isinstance(result.get("success"), bool):
+            return rejected(
+                "INVALID_REQUEST",
+                'an authorization result is {"success": true} or {"success": false, "error": …}',
+            )
+        if not result["success"]:
+            err = result.get("error")
+            message = err.get("message") if isinstance(err, dict) else None
+            text = (
+                message
+                if isinstance(message, str) and message
+                else "the host's policy refused this transaction"
+            )
+            return self._finish(txn, failure(txn.request_id, "NOT_AUTHORIZED", text))
+        if txn.state == "authorizing_switch":
+            return self._issue_switch(txn)
+        return self._after_admission(txn)
+
+    def _issue_switch(self, txn: Transaction) -> JsonObject:
+        step = self._issue_dispatch(txn, "switch", "switch-tab", {"tabId": txn.tab_id}, True)
+        txn.dispatched_mutation = True
+        return step
+
+    def _fail_dispatch(self, txn: Transaction, code: str, message: str, result: Any) -> JsonObject:
+        """A failed dispatch: unknown outcome for a dispatched mutation unless the result says otherwise."""
+        mutation = txn.state == "switching" or (txn.state == "dispatching" and txn.mutates)
+        if mutation and isinstance(result, dict) and result.get("mayHaveCompleted") is False:
+            mutation = False
+        return self._finish(txn, failure(txn.request_id, code, message, may_have_completed=mutation))
+
+    def _on_result(self, txn: Transaction, result: Any) -> JsonObject:
+        if not isinstance(result, dict) or not isinstance(result.get("success"), bool):
+            return self._fail_dispatch(
+                txn, "RENDERER_FAILED", "malformed renderer result (no boolean 'success')", result
+            )
+        if not result["success"]:
+            err = result.get("error")
+            code = err.get("code") if isinstance(err, dict) else None
+            message = err.get("message") if isinstance(err, dict) else None
+            text = message if isinstance(message, str) and message else "the renderer reported a failure"
+            if code not in _PASSTHROUGH:
+                text = f"{text} (renderer code {code!r})" if code is not None else text
+                code = "RENDERER_FAILED"
+            return self._fail_dispatch(txn, str(code), text, result)
+        try:
+            if txn.state == "inspecting":
+                return self._on_inspection(txn, result)
+            if txn.state == "switching":
+                tab = _field(result, "tabId", str, "switch-tab")
+                self._refs.note_generation(tab, _field(result, "generation", int, "switch-tab"))
+                return self._issue_main(txn, "dispatch")
+            return self._on_main_result(txn, result)
+        except _Malformed as exc:
+            return self._fail_dispatch(txn, "RENDERER_FAILED", str(exc), result)
+
+    def _on_inspection(self, txn: Transaction, result: JsonObject) -> JsonObject:
+        tabs = self._parse_tabs(result)
+        active = next((t for t in tabs if t["active"]), None)
+        if active is None:
+            return self._finish(txn, failure(txn.request_id, "TAB_NOT_FOUND", "no tab is selected"))
+        wanted = txn.tab_id
+        if wanted is None:
+            txn.tab_id = txn.request["params"]["tabId"] = active["tabId"]
+        elif wanted != active["tabId"]:
+            if not txn.mutates:
+                return self._finish(
+                    txn,
+                    failure(
+                        txn.request_id,
+                        "TAB_NOT_SELECTED",
+                        f"tab {wanted!r} is not the selected tab ({active['tabId']!r}); reads never switch",
+                    ),
+                )
+            if all(t["tabId"] != wanted for t in tabs):
+                return self._finish(txn, failure(txn.request_id, "TAB_NOT_FOUND", f"no tab {wanted!r}"))
+            if "switch-tab" not in self._config.native_methods:
+                return self._finish(
+                    txn,
+                    failure(
+                        txn.request_id,
+                        "TAB_NOT_SELECTED",
+                        f"tab {wanted!r} is not selected and this host cannot switch tabs",
+                    ),
+                )
+            try:
+                self._precheck(txn, wanted)
+            except _Refusal as exc:
+                return self._finish(txn, failure(txn.request_id, exc.code, exc.message))
+            if self._config.require_authorization:
+                switch_request = {
+                    "version": 1,
+                    "id": None,
+                    "method": "tabs.select",
+                    "params": {"tabId": wanted},
+                }
+                return self._issue_authorize(txn, "authorize_switch", switch_request, True)
+            return self._issue_switch(txn)
+        return self._issue_main(txn, "dispatch")
+
+    def _parse_tabs(self, result: JsonObject) -> list[JsonObject]:
+        raw = _field(result, "tabs", list, "get-tabs")
+        tabs = []
+        for i, t in enumerate(raw):
+            where = f"get-tabs tabs[{i}]"
+            tabs.append(
+                {
+                    "tabId": _field(t, "tabId", str, where),
+                    "generation": _field(t, "generation", int, where),
+                    "url": jsonio.repair_surrogates(_field(t, "url", str, where)),
+                    "title": jsonio.repair_surrogates(_field(t, "title", str, where)),
+                    "active": _field(t, "active", bool, where),
+                }
+            )
+        for t in tabs:
+            self._refs.note_generation(t["tabId"], t["generation"])
+        return tabs
+
+    def _on_main_result(self, txn: Transaction, result: JsonObject) -> JsonObject:
+        name = txn.method
+        tab = txn.tab_id
+        rid = txn.request_id
+        if not txn.mutates and tab is not None and self._refs.epoch(tab) != txn.epoch:
+            return self._finish(
+                txn,
+                failure(
+                    rid,
+                    "RENDERER_CHANGED",
+                    f"tab {tab!r} changed while it was being read; the result was discarded",
+                ),
+            )
+        if name == "extension.call":
+            out = {k: v for k, v in result.items() if k != "success"}
+            return self._finish(txn, success(rid, jsonio.repair_surrogates(out)))
+        if name == "tabs.list":
+            tabs = self._parse_tabs(result)
+            listed = {t["tabId"] for t in tabs}
+            self._reconcile.clear()  # every open tab was just observed; unlisted ones are gone
+            for known in self._refs.known_tabs():
+                if known not in listed:
+                    self._refs.forget_tab(known)
+            return self._finish(txn, success(rid, {"tabs": tabs}))
+        if name in ("tabs.select", "tabs.open"):
+            new_tab = _field(result, "tabId", str, name)
+            generation = _field(result, "generation", int, name)
+            self._refs.note_generation(new_tab, generation)
+            return self._finish(txn, success(rid, {"tabId": new_tab, "generation": generation}))
+        if name == "tabs.close":
+            assert tab is not None
+            self._refs.forget_tab(tab)
+            self._reconcile.discard(tab)
+            return self._finish(txn, success(rid, {"closed": True}))
+        if name == "tab.navigate":
+            out_tab = _field(result, "tabId", str, "navigate")
+            generation = _field(result, "generation", int, "navigate")
+            url = _field(result, "url", str, "navigate")
+            self._refs.note_generation(out_tab, generation)
+            self._refs.invalidate(out_tab)
+            return self._finish(txn, success(rid, {"tabId": out_tab, "generation": generation, "url": url}))
+        if name == "tab.screenshot":
+            out = {
+                "mimeType": "image/png",
+                "data": _field(result, "data", str, "screenshot"),
+                "width": _field(result, "width", int, "screenshot"),
+                "height": _field(result, "height", int, "screenshot"),
+            }
+            if _field(result, "mimeType", str, "screenshot") != "image/png":
+                raise _Malformed("screenshot: mimeType must be image/png")
+            return self._finish(txn, success(rid, out))
+        value = result.get("value")
+        if name == "tab.snapshot":
+            return self._finish(txn, success(rid, self._build_snapshot(txn, result, value)))
+        if isinstance(value, dict) and isinstance(value.get("error"), dict):
+            err = value["error"]
+            code = err.get("code") if err.get("code") in _PASSTHROUGH else "RENDERER_FAILED"
+            message = (
+                err.get("message") if isinstance(err.get("message"), str) else "the page refused the action"
+            )
+            mhc = value.get("mayHaveCompleted") is not False
+            return self._finish(txn, failure(rid, str(code), message, may_have_completed=mhc))
+        if name == "tab.click":
+            if not isinstance(value, dict) or value.get("clicked") is not True:
+                raise _Malformed("click: the script returned no {clicked:true}")
+            return self._finish(txn, success(rid, {"clicked": True}))
+        typed = _field(value, "typed", int, "type")
+        return self._finish(txn, success(rid, {"typed": typed}))
+
+    def _build_snapshot(self, txn: Transaction, result: JsonObject, value: Any) -> JsonObject:
+        p = txn.request["params"]
+        tab = txn.tab_id
+        assert tab is not None
+        url = jsonio.repair_surrogates(_field(value, "url", str, "snapshot"))
+        title = jsonio.repair_surrogates(_field(value, "title", str, "snapshot"))
+        text = jsonio.repair_surrogates(_field(value, "text", str, "snapshot"))
+        truncated = _field(value, "truncated", bool, "snapshot")
+        raw = _field(value, "elements", list, "snapshot")
+        text, cut = _cut_utf16(text, p["maxChars"])
+        truncated = truncated or cut
+        if len(raw) > p["maxElements"]:
+            raw = raw[: p["maxElements"]]
+            truncated = True
+        handles = []
+        elements = []
+        for i, e in enumerate(raw):
+            where = f"snapshot elements[{i}]"
+            handles.append(_field(e, "handle", str, where))
+            item: JsonObject = {"ref": ""}
+            for key in ("tag", "role", "label"):
+                item[key] = _field(e, key, str, where)
+            for key, v in e.items():
+                if key not in item and key != "handle":
+                    item[key] = v
+            elements.append(jsonio.repair_surrogates(item))
+        gen = result.get("generation")
+        generation = gen if type(gen) is int else self._refs.generation(tab)
+        sid, refs = self._refs.issue_snapshot(tab, generation, handles)
+        for item, ref in zip(elements, refs, strict=True):
+            item["ref"] = ref
+        self._reconcile.discard(tab)
+        return {
+            "tabId": tab,
+            "generation": generation,
+            "snapshot": f"s{sid}",
+            "url": url,
+            "title": title,
+            "text": text,
+            "truncated": truncated,
+            "elements": elements,
+        }
+
+    def _retire(self, txn: Transaction) -> JsonObject:
+        txn.fire("retire")
+        self._release(txn)
+        return {"step": "retired", "transaction": txn.id, "seq": txn.seq}
+
+    def _cancel(self, data: Any) -> JsonObject:
+        try:
+            msg, _ = self._parse_host(data, jsonio.MAX_REQUEST_BYTES)
+        except _Refusal as exc:
+            return rejected(exc.code, exc.message)
+        if not isinstance(msg, dict) or set(msg) != {"transaction", "reason"}:
+            return rejected(
+                "INVALID_REQUEST",
+                'a cancel is {"transaction": T, "reason": "timeout"|"cancelled"|"renderer-closed"}',
+            )
+        tid, reason = msg["transaction"], msg["reason"]
+        if not isinstance(tid, str) or reason not in _CANCEL_CODES:
+            return rejected(
+                "INVALID_REQUEST",
+                'a cancel is {"transaction": T, "reason": "timeout"|"cancelled"|"renderer-closed"}',
+            )
+        txn = self._by_id.get(tid)
+        if txn is None or not txn.accepts("cancel"):
+            return rejected("STALE_STEP", f"transaction {tid!r} has nothing pending to cancel")
+        code = _CANCEL_CODES[reason]
+        word = {"timeout": "timed out", "cancelled": "was cancelled", "renderer-closed": "lost its renderer"}[
+            reason
+        ]
+        if txn.state in AUTHORIZE_STATES:
+            return self._finish(
+                txn, failure(txn.request_id, code, f"{txn.method} {word} before it was dispatched")
+            )
+        assert txn.state in DISPATCH_STATES
+        mutation = txn.state == "switching" or (txn.state == "dispatching" and txn.mutates)
+        envelope = failure(
+            txn.request_id, code, f"{txn.method} {word} after it was dispatched.", may_have_completed=mutation
+        )
+        if not mutation:
+            envelope["error"]["message"] = f"{txn.method} {word}; it was read-only, nothing changed"
+        if reason == "renderer-closed":
+            return self._finish(txn, envelope)
+        if mutation and txn.tab_id is not None:
+            self._reconcile.add(txn.tab_id)
+        txn.fire("abandon")
+        txn.seq += 1
+        # The lane stays exclusive; the late callback must answer the dispatch's seq, so keep it.
+        step = self._complete_step(txn.id, txn.seq, envelope, txn.render, self._audit(txn, envelope, None))
+        txn.seq -= 1
+        return step

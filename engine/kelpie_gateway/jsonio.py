@@ -1,0 +1,83 @@
+"""JSON in and out of the gateway (CONTRACT.md §4, §8).
+
+* :func:`loads` parses UTF-8 JSON with orjson after checking the byte cap *before* parsing. Lone
+  surrogate escapes (``"\\ud800"``), invalid UTF-8, NaN/Infinity and nesting deeper than orjson's
+  limit are all refused with :class:`JsonError` (never any other exception).
+* :func:`dumps` always produces well-formed UTF-8: strings holding lone surrogates (which can only come
+  from Python callers or a buggy renderer) are repaired to U+FFFD first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import orjson
+
+MAX_REQUEST_BYTES: Final = 4 * 1024 * 1024
+"""Canonical or JSON-RPC request cap (4 MiB, CONTRACT.md §8)."""
+MAX_RESULT_BYTES: Final = 32 * 1024 * 1024
+"""Renderer result cap (32 MiB, CONTRACT.md §8)."""
+
+
+class JsonError(ValueError):
+    """Input could not be taken as JSON. ``code`` is INVALID_JSON or REQUEST_TOO_LARGE."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def loads(data: str | bytes | bytearray | memoryview, *, cap: int = MAX_REQUEST_BYTES) -> Any:
+    """Parse JSON text of at most ``cap`` UTF-8 bytes; raises :class:`JsonError` only."""
+    if isinstance(data, str):
+        try:
+            raw: bytes | bytearray | memoryview = data.encode("utf-8")
+        except UnicodeEncodeError:
+            raise JsonError(
+                "INVALID_JSON", "input holds a lone surrogate; JSON text must be valid UTF-8"
+            ) from None
+    else:
+        raw = data
+    size = len(raw)
+    if size > cap:
+        raise JsonError(
+            "REQUEST_TOO_LARGE", f"the JSON is {size} bytes; the cap is {cap} bytes ({cap >> 20} MiB)"
+        )
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise JsonError("INVALID_JSON", f"not valid JSON: {exc}") from None
+
+
+def _repair(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, Mapping):
+        return {_repair(k): _repair(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_repair(v) for v in value]
+    return value
+
+
+def repair_surrogates(value: Any) -> Any:
+    """Return ``value`` with lone surrogates replaced by U+FFFD in every string (keys included)."""
+    return _repair(value)
+
+
+def dumps(value: Any) -> bytes:
+    """Serialise to compact UTF-8 JSON bytes; never raises for str/lone-surrogate content.
+
+    Raises ``TypeError`` only for values that are not JSON types (a programming error).
+    """
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        if "surrogates" in str(exc) or "UTF-8" in str(exc):
+            return orjson.dumps(_repair(value))
+        raise TypeError(str(exc)) from None
+
+
+def size_of(value: Any) -> int:
+    """UTF-8 byte length of ``value`` serialised as JSON."""
+    return len(dumps(value))
