@@ -1,0 +1,166 @@
+"""``kelpie-gateway serve``: wires the renderer, the gateway, the driver and the HTTP servers together.
+
+Output (stdout, line-buffered, never a secret): the first line is exactly
+``listening http://127.0.0.1:PORT``; then the site, the browser, the admin socket, pairing requests and
+one ``tx`` line per transaction (method, tab, outcome, ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from kelpie_gateway.host.auth import Pairing, TokenStore
+from kelpie_gateway.host.browser import ChromiumRenderer, NoRenderer, Renderer, find_chromium, gateway_config
+from kelpie_gateway.host.driver import Driver, GatewayLike
+from kelpie_gateway.host.server import HostServer, admin_app, is_loopback_bind, site_app, state_dir
+
+
+def default_site() -> Path:
+    """The built-in fixture site: ``<repo>/fixtures/site``."""
+    return Path(__file__).resolve().parents[3] / "fixtures" / "site"
+
+
+@dataclass
+class ServeOptions:
+    """The ``serve`` command line (see ``kelpie-gateway serve --help``)."""
+
+    port: int = 0
+    bind: str = "127.0.0.1"
+    site: Path | None = None
+    browser: str = "chromium"
+    browser_executable: str | None = None
+    via_abi: bool = False
+    abi_library: str | None = None
+    approve_pairing: str = "manual"
+    pairing_timeout_s: float = 120.0
+
+
+def log(message: str) -> None:
+    """One line of operator output."""
+    print(message, flush=True)
+
+
+def make_gateway(config: dict[str, Any], *, via_abi: bool, library: str | None) -> GatewayLike:
+    """A Python-API gateway, or the C-library adapter for ``--via-abi``."""
+    if via_abi:
+        from kelpie_gateway.host.abi import AbiGateway
+
+        return AbiGateway(config, library=library)
+    from kelpie_gateway import Gateway
+
+    gateway: GatewayLike = Gateway(config)
+    return gateway
+
+
+async def serve(opts: ServeOptions) -> int:
+    """Run the host until SIGINT/SIGTERM. Returns the process exit status."""
+    if not is_loopback_bind(opts.bind):
+        print(
+            f"error: refusing to bind {opts.bind!r}: the host serves loopback only (127.0.0.1, localhost, ::1) "
+            "because the browser it drives holds the user's sessions",
+            file=sys.stderr,
+        )
+        return 2
+    site_root = opts.site or default_site()
+    if not (site_root / "index.html").is_file():
+        print(f"error: --site {site_root} has no index.html", file=sys.stderr)
+        return 2
+
+    runners: list[web.AppRunner] = []
+    renderer: Renderer = NoRenderer()
+    gateway_box: list[GatewayLike] = []
+
+    def invalidate(tab_id: str) -> None:
+        if gateway_box:
+            gateway_box[0].invalidate_refs(tab_id)
+
+    try:
+        site_runner = web.AppRunner(site_app(site_root), access_log=None)
+        await site_runner.setup()
+        runners.append(site_runner)
+        site = web.TCPSite(site_runner, "127.0.0.1", 0)
+        await site.start()
+        site_port = _port(site_runner)
+        site_url = f"http://127.0.0.1:{site_port}/index.html"
+
+        browser = opts.browser != "none"
+        if browser:
+            chromium = ChromiumRenderer(
+                executable=find_chromium(opts.browser_executable), on_invalidate=invalidate, log=log
+            )
+            await chromium.start(site_url)
+            renderer = chromium
+        gateway = make_gateway(
+            gateway_config(browser=browser), via_abi=opts.via_abi, library=opts.abi_library
+        )
+        gateway_box.append(gateway)
+
+        driver = Driver(gateway, renderer, log)
+        tokens = TokenStore()
+        pairing = Pairing(auto_approve=opts.approve_pairing == "auto", timeout_s=opts.pairing_timeout_s)
+        host = HostServer(driver, tokens, pairing, log=log)
+        api_runner = web.AppRunner(host.app(), access_log=None, handle_signals=False)
+        await api_runner.setup()
+        runners.append(api_runner)
+        api = web.TCPSite(api_runner, opts.bind, opts.port)
+        await api.start()
+        host.port = _port(api_runner)
+
+        sock_path = state_dir() / f"admin-{host.port}.sock"
+        with contextlib.suppress(FileNotFoundError):
+            sock_path.unlink()
+        admin_runner = web.AppRunner(admin_app(pairing, log), access_log=None)
+        await admin_runner.setup()
+        runners.append(admin_runner)
+        old_umask = os.umask(0o177)
+        try:
+            await web.UnixSite(admin_runner, str(sock_path)).start()
+        finally:
+            os.umask(old_umask)
+    except Exception as exc:
+        print(f"error: the host could not start: {type(exc).__name__}: {exc}", file=sys.stderr)
+        for runner in reversed(runners):
+            await runner.cleanup()
+        await renderer.close()
+        return 1
+
+    log(f"listening http://127.0.0.1:{host.port}")
+    log(f"site {site_root} at http://127.0.0.1:{site_port}/")
+    log(f"browser {getattr(renderer, 'description', 'none')}")
+    core = f"C library {getattr(gateway, 'path', '')}" if opts.via_abi else "Python API"
+    log(f"gateway via {core}; realm isolated; pairing {opts.approve_pairing}")
+    log(f"admin socket {sock_path} (kelpie-gateway pair approve CODE)")
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log("shutting down")
+    await driver.drain(2.0)
+    for runner in reversed(runners):
+        with contextlib.suppress(Exception):
+            await runner.cleanup()
+    with contextlib.suppress(FileNotFoundError):
+        sock_path.unlink()
+    await renderer.close()
+    with contextlib.suppress(Exception):
+        gateway.close()
+    return 0
+
+
+def _port(runner: web.AppRunner) -> int:
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    raise RuntimeError("the server has no TCP address")

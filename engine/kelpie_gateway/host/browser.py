@@ -1,0 +1,519 @@
+"""The reference host's renderer: headless Chromium driven by Playwright (ARCHITECTURE.md, transport rules).
+
+:class:`ChromiumRenderer` implements every native endpoint the host advertises. ``call(method, params)``
+never raises: it returns the native result ``{"success": true, ...}`` or
+``{"success": false, "error": {"code", "message"}}`` (CONTRACT.md §3, "Native endpoint results").
+
+* Tabs are Playwright pages of one browser context. Tab ids are host strings (``t1``, ``t2`` …) that are
+  never reused; ``generation`` is an int bumped on every main-frame navigation (new document or
+  same-document), on renderer crash, and is reported by ``get-tabs``.
+* ``browser-control-evaluate`` runs the gateway's fixed script in the isolated world
+  ``KelpieBrowserControl`` of the tab's main frame: CDP ``Page.createIsolatedWorld`` once per document,
+  then ``Runtime.evaluate`` with ``contextId``, ``returnByValue`` and ``awaitPromise``.
+* The browser side calls ``on_invalidate(tab_id)`` (= ``gateway.invalidate_refs``) on main-frame
+  navigation, tab close and renderer crash.
+* JavaScript dialogs are never auto-dismissed: ``page.on("dialog")`` keeps the open dialog per tab, and
+  the ``dialog-observe`` / ``dialog-accept`` / ``dialog-dismiss`` endpoints (the host's recovery
+  extensions) answer it while a command that opened it is still outstanding. A dialog nobody handles is
+  dismissed by the host after ``dialog_timeout_s`` so a forgotten dialog cannot wedge the renderer.
+* Every request the browser makes to anything but loopback (127.0.0.1, localhost, ::1) is aborted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import shutil
+import struct
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    CDPSession,
+    Dialog,
+    Frame,
+    Page,
+    Playwright,
+    Route,
+    async_playwright,
+)
+from playwright.async_api import Error as PlaywrightError
+
+JsonObject = dict[str, Any]
+
+WORLD_NAME = "KelpieBrowserControl"
+CHROMIUM_FLAGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+DEFAULT_CHROMIUM = "/usr/bin/chromium"
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def fail(code: str, message: str, **extra: Any) -> JsonObject:
+    """A native failure result ``{"success": false, "error": {code, message}, ...extra}``."""
+    return {"success": False, "error": {"code": code, "message": message}, **extra}
+
+
+class Renderer(Protocol):
+    """What the driver needs from a renderer: one native endpoint call that never raises."""
+
+    async def call(self, method: str, params: Mapping[str, Any]) -> JsonObject: ...
+
+    async def close(self) -> None: ...
+
+
+class NoRenderer:
+    """``--browser none``: the no-CEF fallback. The gateway advertises no native endpoint, so this is
+    only reached by a bug; it answers ``BROWSER_UNAVAILABLE`` truthfully."""
+
+    description = "none (browserAvailable:false)"
+
+    async def call(self, method: str, params: Mapping[str, Any]) -> JsonObject:
+        return fail("BROWSER_UNAVAILABLE", f"this host runs without a browser; {method!r} is not available")
+
+    async def close(self) -> None:
+        return None
+
+
+@dataclass
+class Tab:
+    """One Playwright page as the gateway sees it."""
+
+    tab_id: str
+    page: Page
+    generation: int = 0
+    cdp: CDPSession | None = None
+    world: int | None = None
+    title: str = ""
+    dialog: Dialog | None = None
+    dialog_timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+
+
+def find_chromium(explicit: str | None) -> str | None:
+    """The executable to launch: ``explicit``, else ``/usr/bin/chromium`` if present, else None (Playwright's)."""
+    if explicit:
+        return explicit
+    if shutil.which(DEFAULT_CHROMIUM):
+        return DEFAULT_CHROMIUM
+    return None
+
+
+class ChromiumRenderer:
+    """Headless Chromium with one context; see the module docstring for the endpoint rules."""
+
+    def __init__(
+        self,
+        *,
+        executable: str | None,
+        on_invalidate: Callable[[str], None],
+        log: Callable[[str], None],
+        dialog_timeout_s: float = 60.0,
+    ) -> None:
+        self.executable = executable
+        self.on_invalidate = on_invalidate
+        self.log = log
+        self.dialog_timeout_s = dialog_timeout_s
+        self.description = "chromium"
+        self._pw: Playwright | None = None
+        self._browser: Browser | None = None
+        self._context: BrowserContext | None = None
+        self._tabs: dict[str, Tab] = {}
+        self._by_page: dict[int, Tab] = {}
+        self._next_id = 1
+        self._selected: str | None = None
+        self._background: set[asyncio.Future[None]] = set()
+        self._handlers: dict[str, Callable[[Mapping[str, Any]], Awaitable[JsonObject]]] = {
+            "get-tabs": self._get_tabs,
+            "switch-tab": self._switch_tab,
+            "new-tab": self._new_tab,
+            "close-tab": self._close_tab,
+            "navigate": self._navigate,
+            "screenshot": self._screenshot,
+            "browser-control-evaluate": self._evaluate,
+            "dialog-observe": self._dialog_observe,
+            "dialog-accept": self._dialog_accept,
+            "dialog-dismiss": self._dialog_dismiss,
+        }
+
+    @property
+    def methods(self) -> list[str]:
+        """The native endpoints this renderer implements (the gateway's ``nativeMethods``)."""
+        return list(self._handlers)
+
+    # ----------------------------------------------------------------- lifecycle
+    async def start(self, first_url: str | None) -> None:
+        """Launch the browser, route-block non-loopback traffic and open ``first_url`` in the first tab."""
+        self._pw = await async_playwright().start()
+        launch: dict[str, Any] = {"headless": True, "args": list(CHROMIUM_FLAGS)}
+        if self.executable:
+            launch["executable_path"] = self.executable
+        self._browser = await self._pw.chromium.launch(**launch)
+        self.description = f"chromium {self._browser.version} ({self.executable or 'playwright-managed'})"
+        self._context = await self._browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+        await self._context.route("**/*", self._route)
+        self._context.on("page", self._on_page)
+        page = await self._context.new_page()
+        tab = self._adopt(page)
+        self._selected = tab.tab_id
+        if first_url:
+            await page.goto(first_url, wait_until="load")
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._browser is not None:
+                await self._browser.close()
+        with contextlib.suppress(Exception):
+            if self._pw is not None:
+                await self._pw.stop()
+
+    async def _route(self, route: Route) -> None:
+        url = urlsplit(route.request.url)
+        if url.scheme in ("data", "blob", "about") or (url.hostname or "") in LOOPBACK_HOSTS:
+            await route.continue_()
+        else:
+            await route.abort("blockedbyclient")
+
+    # ----------------------------------------------------------------- browser events
+    def _on_page(self, page: Page) -> None:
+        self._adopt(page)
+
+    def _adopt(self, page: Page) -> Tab:
+        existing = self._by_page.get(id(page))
+        if existing is not None:
+            return existing
+        tab = Tab(f"t{self._next_id}", page)
+        self._next_id += 1
+        self._tabs[tab.tab_id] = tab
+        self._by_page[id(page)] = tab
+        page.on("framenavigated", lambda frame: self._on_navigated(tab, frame))
+        page.on("crash", lambda _page: self._on_crash(tab))
+        page.on("close", lambda _page: self._on_close(tab))
+        page.on("dialog", lambda dialog: self._on_dialog(tab, dialog))
+        if self._selected is None:
+            self._selected = tab.tab_id
+        return tab
+
+    def _on_navigated(self, tab: Tab, frame: Frame) -> None:
+        if frame != tab.page.main_frame:
+            return
+        tab.generation += 1
+        tab.world = None
+        self.on_invalidate(tab.tab_id)
+
+    def _on_crash(self, tab: Tab) -> None:
+        tab.generation += 1
+        tab.world = None
+        self.log(f"renderer crashed in tab {tab.tab_id}")
+        self.on_invalidate(tab.tab_id)
+
+    def _on_close(self, tab: Tab) -> None:
+        self._tabs.pop(tab.tab_id, None)
+        self._by_page.pop(id(tab.page), None)
+        self._clear_dialog(tab)
+        if self._selected == tab.tab_id:
+            self._selected = next(iter(self._tabs), None)
+        self.on_invalidate(tab.tab_id)
+
+    def _on_dialog(self, tab: Tab, dialog: Dialog) -> None:
+        self._clear_dialog(tab)
+        tab.dialog = dialog
+        self.log(f"dialog opened in tab {tab.tab_id}: {dialog.type}")
+        loop = asyncio.get_running_loop()
+        tab.dialog_timer = loop.call_later(self.dialog_timeout_s, self._expire_dialog, tab, dialog)
+
+    def _expire_dialog(self, tab: Tab, dialog: Dialog) -> None:
+        if tab.dialog is dialog:
+            tab.dialog = None
+            self.log(
+                f"dialog in tab {tab.tab_id} unhandled for {self.dialog_timeout_s:g} s: dismissed by the host"
+            )
+            task = asyncio.ensure_future(self._quiet(dialog.dismiss()))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    @staticmethod
+    async def _quiet(aw: Awaitable[Any]) -> None:
+        with contextlib.suppress(Exception):
+            await aw
+
+    def _clear_dialog(self, tab: Tab) -> None:
+        if tab.dialog_timer is not None:
+            tab.dialog_timer.cancel()
+            tab.dialog_timer = None
+        tab.dialog = None
+
+    # ----------------------------------------------------------------- endpoint plumbing
+    async def call(self, method: str, params: Mapping[str, Any]) -> JsonObject:
+        """Run native endpoint ``method`` once with ``params``; never raises (errors are results)."""
+        handler = self._handlers.get(method)
+        if handler is None:
+            return fail("RENDERER_FAILED", f"this host has no native endpoint {method!r}")
+        try:
+            return await handler(params)
+        except PlaywrightError as exc:
+            return fail("RENDERER_FAILED", _short(exc))
+        except Exception as exc:  # the renderer boundary: errors are values
+            return fail("RENDERER_FAILED", f"{type(exc).__name__}: {_short(exc)}")
+
+    def _tab(self, params: Mapping[str, Any]) -> Tab | JsonObject:
+        tab_id = params.get("tabId")
+        if tab_id is None:
+            tab_id = self._selected
+        tab = self._tabs.get(tab_id) if isinstance(tab_id, str) else None
+        if tab is None:
+            return fail("TAB_NOT_FOUND", f"no tab {tab_id!r}", mayHaveCompleted=False)
+        return tab
+
+    async def _title(self, tab: Tab) -> str:
+        if tab.dialog is None:
+            with contextlib.suppress(Exception):
+                tab.title = await asyncio.wait_for(tab.page.title(), 2.0)
+        return tab.title
+
+    # ----------------------------------------------------------------- tabs
+    async def _get_tabs(self, params: Mapping[str, Any]) -> JsonObject:
+        tabs = []
+        for tab in list(self._tabs.values()):
+            title = await self._title(tab)
+            tabs.append(
+                {
+                    "tabId": tab.tab_id,
+                    "generation": tab.generation,
+                    "url": tab.page.url,
+                    "title": title,
+                    "active": tab.tab_id == self._selected,
+                }
+            )
+        return {"success": True, "tabs": tabs}
+
+    async def _switch_tab(self, params: Mapping[str, Any]) -> JsonObject:
+        tab = self._tab(params)
+        if isinstance(tab, dict):
+            return tab
+        await tab.page.bring_to_front()
+        self._selected = tab.tab_id
+        return {"success": True, "tabId": tab.tab_id, "generation": tab.generation}
+
+    async def _new_tab(self, params: Mapping[str, Any]) -> JsonObject:
+        assert self._context is not None
+        page = await self._context.new_page()
+        tab = self._adopt(page)
+        self._selected = tab.tab_id
+        url = params.get("url")
+        if isinstance(url, str) and url and url != "about:blank":
+            await page.goto(url, wait_until="load", timeout=_timeout(params))
+        return {"success": True, "tabId": tab.tab_id, "generation": tab.generation}
+
+    async def _close_tab(self, params: Mapping[str, Any]) -> JsonObject:
+        tab = self._tab(params)
+        if isinstance(tab, dict):
+            return tab
+        await tab.page.close()
+        self._on_close(tab)
+        return {"success": True}
+
+    async def _navigate(self, params: Mapping[str, Any]) -> JsonObject:
+        tab = self._tab(params)
+        if isinstance(tab, dict):
+            return tab
+        url = params.get("url")
+        if not isinstance(url, str):
+            return fail("RENDERER_FAILED", "navigate needs a url", mayHaveCompleted=False)
+        await tab.page.goto(url, wait_until="load", timeout=_timeout(params))
+        return {"success": True, "tabId": tab.tab_id, "generation": tab.generation, "url": tab.page.url}
+
+    async def _screenshot(self, params: Mapping[str, Any]) -> JsonObject:
+        tab = self._tab(params)
+        if isinstance(tab, dict):
+            return tab
+        png = await tab.page.screenshot(type="png", full_page=False, timeout=_timeout(params))
+        width, height = struct.unpack(">II", png[16:24])  # PNG IHDR
+        return {
+            "success": True,
+            "mimeType": "image/png",
+            "data": base64.b64encode(png).decode("ascii"),
+            "width": width,
+            "height": height,
+        }
+
+    # ----------------------------------------------------------------- fixed scripts
+    async def _world(self, tab: Tab, name: str) -> tuple[CDPSession, int]:
+        assert self._context is not None
+        if tab.cdp is None:
+            tab.cdp = await self._context.new_cdp_session(tab.page)
+        if tab.world is None:
+            tree = await tab.cdp.send("Page.getFrameTree")
+            frame_id = tree["frameTree"]["frame"]["id"]
+            made = await tab.cdp.send(
+                "Page.createIsolatedWorld",
+                {"frameId": frame_id, "worldName": name, "grantUniveralAccess": False},
+            )
+            tab.world = int(made["executionContextId"])
+        return tab.cdp, tab.world
+
+    async def _evaluate(self, params: Mapping[str, Any]) -> JsonObject:
+        tab = self._tab(params)
+        if isinstance(tab, dict):
+            return tab
+        script = params.get("script")
+        if not isinstance(script, str):
+            return fail("RENDERER_FAILED", "browser-control-evaluate needs a script", mayHaveCompleted=False)
+        world = params.get("world") or WORLD_NAME
+        for attempt in range(2):
+            cdp, context_id = await self._world(tab, str(world))
+            try:
+                reply = await cdp.send(
+                    "Runtime.evaluate",
+                    {
+                        "expression": script,
+                        "contextId": context_id,
+                        "returnByValue": True,
+                        "awaitPromise": True,
+                    },
+                )
+            except PlaywrightError as exc:
+                # The document changed between world creation and evaluation: nothing ran; once more.
+                if "Cannot find context" in str(exc) and attempt == 0:
+                    tab.world = None
+                    continue
+                return fail("RENDERER_FAILED", _short(exc))
+            details = reply.get("exceptionDetails")
+            if details:
+                text = details.get("exception", {}).get("description") or details.get("text") or "exception"
+                return fail("RENDERER_FAILED", f"the fixed script threw: {_short(text)}")
+            return {"success": True, "value": reply.get("result", {}).get("value")}
+        return fail("RENDERER_FAILED", "the tab's document kept changing", mayHaveCompleted=False)
+
+    # ----------------------------------------------------------------- dialogs (recovery extensions)
+    async def _dialog_observe(self, params: Mapping[str, Any]) -> JsonObject:
+        wanted = params.get("tabId")
+        dialogs = [
+            {
+                "tabId": tab.tab_id,
+                "type": tab.dialog.type,
+                "message": tab.dialog.message,
+                "defaultValue": tab.dialog.default_value,
+            }
+            for tab in self._tabs.values()
+            if tab.dialog is not None and (wanted is None or wanted == tab.tab_id)
+        ]
+        return {"success": True, "dialogs": dialogs}
+
+    async def _dialog_close(self, params: Mapping[str, Any], accept: bool) -> JsonObject:
+        tab = self._tab(params)
+        if isinstance(tab, dict):
+            return tab
+        dialog = tab.dialog
+        if dialog is None:
+            return fail("RENDERER_FAILED", f"no dialog is open in tab {tab.tab_id}", mayHaveCompleted=False)
+        self._clear_dialog(tab)
+        info = {"tabId": tab.tab_id, "type": dialog.type, "message": dialog.message}
+        if accept:
+            prompt = params.get("promptText")
+            await dialog.accept(prompt if isinstance(prompt, str) else None)
+        else:
+            await dialog.dismiss()
+        return {"success": True, "handled": "accepted" if accept else "dismissed", **info}
+
+    async def _dialog_accept(self, params: Mapping[str, Any]) -> JsonObject:
+        return await self._dialog_close(params, True)
+
+    async def _dialog_dismiss(self, params: Mapping[str, Any]) -> JsonObject:
+        return await self._dialog_close(params, False)
+
+
+def _timeout(params: Mapping[str, Any]) -> float:
+    """Playwright's own timeout: a little past the gateway deadline, so the host's deadline fires first and
+    the late reply still arrives (and retires)."""
+    value = params.get("timeoutMs")
+    ms = value if isinstance(value, int) and value > 0 else 10_000
+    return float(ms + 2_000)
+
+
+def _short(exc: object, limit: int = 300) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+DIALOG_EXTENSIONS: list[JsonObject] = [
+    {
+        "name": "dialog_observe",
+        "method": "dialog-observe",
+        "description": "List the JavaScript dialogs (alert, confirm, prompt, beforeunload) open in the browser, "
+        "optionally for one tab. Reachable while a click that opened a dialog is still outstanding.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"tabId": {"type": "string", "minLength": 1, "maxLength": 64}},
+            "additionalProperties": False,
+        },
+        "mutates": False,
+        "recovery": True,
+    },
+    {
+        "name": "dialog_accept",
+        "method": "dialog-accept",
+        "description": "Accept (OK) the JavaScript dialog open in a tab; promptText answers a prompt().",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "tabId": {"type": "string", "minLength": 1, "maxLength": 64},
+                "promptText": {"type": "string", "maxLength": 10000},
+            },
+            "required": ["tabId"],
+            "additionalProperties": False,
+        },
+        "mutates": True,
+        "recovery": True,
+    },
+    {
+        "name": "dialog_dismiss",
+        "method": "dialog-dismiss",
+        "description": "Dismiss (Cancel) the JavaScript dialog open in a tab.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"tabId": {"type": "string", "minLength": 1, "maxLength": 64}},
+            "required": ["tabId"],
+            "additionalProperties": False,
+        },
+        "mutates": True,
+        "recovery": True,
+    },
+]
+
+
+def gateway_config(*, browser: bool) -> JsonObject:
+    """The gateway config the reference host creates (CONTRACT.md §2)."""
+    if not browser:
+        return {"nativeMethods": [], "browserAvailable": False, "fixedReader": False, "realm": "isolated"}
+    return {
+        "nativeMethods": [
+            "get-tabs",
+            "switch-tab",
+            "new-tab",
+            "close-tab",
+            "navigate",
+            "screenshot",
+            "browser-control-evaluate",
+            "dialog-observe",
+            "dialog-accept",
+            "dialog-dismiss",
+        ],
+        "targeting": "direct",
+        "browserAvailable": True,
+        "fixedReader": True,
+        "allowActions": True,
+        "requireAuthorization": True,
+        "realm": "isolated",
+        "extensions": DIALOG_EXTENSIONS,
+    }

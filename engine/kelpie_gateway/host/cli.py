@@ -1,0 +1,317 @@
+"""``kelpie-gateway``: the reference Linux host's command line.
+
+Commands (exit status 0 = success):
+
+* ``serve``  run the host (browser + gateway + loopback HTTP); see ``serve --help``.
+* ``call METHOD --params JSON``  forward one canonical request to a running host. Exit 0 success,
+  1 refused (nothing happened), 3 unknown outcome (``mayHaveCompleted:true``: observe before acting),
+  2 usage or transport error (no host, HTTP 401, …).
+* ``pair request`` ask a running host for a token (the operator approves the printed code); the token is
+  written to a 0600 file and never printed. ``pair approve CODE`` / ``pair deny CODE`` / ``pair pending``
+  talk to the host's admin Unix socket. ``pair revoke`` revokes the saved token.
+* ``demo``  the main job: a host on the built-in fixture site and an MCP SDK journey, step by step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import os
+import socket
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PORT = 7788
+DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
+
+
+def default_token_file() -> Path:
+    """``$KELPIE_GATEWAY_TOKEN_FILE``, else ``$XDG_CONFIG_HOME/kelpie-gateway/token`` (``~/.config/...``)."""
+    explicit = os.environ.get("KELPIE_GATEWAY_TOKEN_FILE")
+    if explicit:
+        return Path(explicit)
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "kelpie-gateway" / "token"
+
+
+def _url(args: argparse.Namespace) -> str:
+    return str(args.url or os.environ.get("KELPIE_GATEWAY_URL") or DEFAULT_URL).rstrip("/")
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    if getattr(args, "token", None):
+        return str(args.token)
+    if os.environ.get("KELPIE_GATEWAY_TOKEN"):
+        return os.environ["KELPIE_GATEWAY_TOKEN"]
+    path = Path(args.token_file) if getattr(args, "token_file", None) else default_token_file()
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def _http(method: str, url: str, body: Any, token: str | None, timeout: float = 130.0) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode("utf-8")
+    headers = {"Content-Type": "application/json"} if data is not None else {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    try:
+        return status, json.loads(raw) if raw else None
+    except ValueError:
+        return status, raw.decode("utf-8", "replace")
+
+
+def _short_result(result: Any) -> Any:
+    if isinstance(result, dict) and isinstance(result.get("data"), str) and result.get("mimeType"):
+        shown = dict(result)
+        shown["data"] = f"<{len(result['data'])} base64 characters; use --json for the data>"
+        return shown
+    return result
+
+
+# ---------------------------------------------------------------------- call
+def cmd_call(args: argparse.Namespace) -> int:
+    try:
+        params = json.loads(args.params) if args.params else {}
+    except ValueError as exc:
+        print(f"error: --params is not JSON: {exc}", file=sys.stderr)
+        return 2
+    token = _token(args)
+    if not token:
+        print(
+            "error: no token: pair first (kelpie-gateway pair request) or pass --token/--token-file",
+            file=sys.stderr,
+        )
+        return 2
+    request = {"version": 1, "id": 1, "method": args.method, "params": params}
+    try:
+        status, envelope = _http("POST", f"{_url(args)}/v1/browser-control", request, token, args.timeout)
+    except OSError as exc:
+        print(f"error: cannot reach the host at {_url(args)}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(envelope, ensure_ascii=False))
+    if not isinstance(envelope, dict) or "success" not in envelope:
+        if not args.json:
+            print(f"error: HTTP {status}: {envelope}", file=sys.stderr)
+        return 2
+    if envelope["success"]:
+        if not args.json:
+            print(json.dumps(_short_result(envelope.get("result")), indent=2, ensure_ascii=False))
+        return 0
+    error = envelope.get("error") or {}
+    unknown = bool(envelope.get("mayHaveCompleted"))
+    if not args.json:
+        kind = "unknown outcome" if unknown else "refused"
+        retry = " (retryable)" if error.get("retryable") else ""
+        print(f"{kind}: {error.get('code')}: {error.get('message')}{retry}", file=sys.stderr)
+    if status != 200:
+        return 2
+    return 3 if unknown else 1
+
+
+# ---------------------------------------------------------------------- pairing
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float = 5.0) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self._path)
+        self.sock = sock
+
+
+def _admin(path: Path, method: str, route: str, body: Any = None) -> tuple[int, Any]:
+    conn = _UnixHTTPConnection(str(path))
+    try:
+        payload = None if body is None else json.dumps(body)
+        conn.request(method, route, body=payload, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        return response.status, json.loads(response.read() or b"null")
+    finally:
+        conn.close()
+
+
+def _sockets(args: argparse.Namespace) -> list[Path]:
+    if args.socket:
+        return [Path(args.socket)]
+    from kelpie_gateway.host.server import state_dir
+
+    return sorted(state_dir().glob("admin-*.sock"))
+
+
+def cmd_pair(args: argparse.Namespace) -> int:
+    if args.action == "request":
+        return _pair_request(args)
+    if args.action == "revoke":
+        token = _token(args)
+        if not token:
+            print("error: no saved token to revoke", file=sys.stderr)
+            return 2
+        status, body = _http("DELETE", f"{_url(args)}/v1/pair", None, token)
+        if status != 200:
+            print(f"error: HTTP {status}: {body}", file=sys.stderr)
+            return 1
+        if not args.token and not os.environ.get("KELPIE_GATEWAY_TOKEN"):
+            path = Path(args.token_file) if args.token_file else default_token_file()
+            path.unlink(missing_ok=True)
+        print("revoked")
+        return 0
+    sockets = _sockets(args)
+    if not sockets:
+        print(
+            "error: no running host found (no admin socket); is `kelpie-gateway serve` running?",
+            file=sys.stderr,
+        )
+        return 2
+    if args.action == "pending":
+        for path in sockets:
+            try:
+                _, body = _admin(path, "GET", "/pair/pending")
+            except OSError:
+                continue
+            for item in body.get("pending", []):
+                print(f"{item['code']}  client {item['client']!r}  ({path.name})")
+        return 0
+    if not args.code:
+        print(f"error: pair {args.action} needs the CODE the host printed", file=sys.stderr)
+        return 2
+    for path in sockets:
+        try:
+            status, body = _admin(path, "POST", f"/pair/{args.action}", {"code": args.code})
+        except OSError:
+            continue
+        if status == 200:
+            word = "approved" if args.action == "approve" else "denied"
+            print(f"{word} pairing {body['code']} for client {body['client']!r}")
+            return 0
+    print(f"error: no running host has a pending pairing request with code {args.code!r}", file=sys.stderr)
+    return 1
+
+
+def _pair_request(args: argparse.Namespace) -> int:
+    print(
+        "asking the host to pair; approve the code it prints with `kelpie-gateway pair approve CODE`",
+        file=sys.stderr,
+    )
+    try:
+        status, body = _http("POST", f"{_url(args)}/v1/pair", {"client": args.client}, None)
+    except OSError as exc:
+        print(f"error: cannot reach the host at {_url(args)}: {exc}", file=sys.stderr)
+        return 2
+    if status != 200 or not isinstance(body, dict) or "token" not in body:
+        reason = {403: "denied by the operator", 408: "not approved in time"}.get(status, f"HTTP {status}")
+        print(f"error: pairing failed: {reason}", file=sys.stderr)
+        return 1
+    path = Path(args.token_file) if args.token_file else default_token_file()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(body["token"])
+    print(f"paired as {args.client!r}; token saved to {path} (mode 0600)")
+    return 0
+
+
+# ---------------------------------------------------------------------- serve / demo
+def cmd_serve(args: argparse.Namespace) -> int:
+    from kelpie_gateway.host.app import ServeOptions, serve
+
+    opts = ServeOptions(
+        port=args.port,
+        bind=args.bind,
+        site=Path(args.site) if args.site else None,
+        browser=args.browser,
+        browser_executable=args.browser_executable,
+        via_abi=args.via_abi,
+        abi_library=args.abi_library,
+        approve_pairing=args.approve_pairing,
+        pairing_timeout_s=args.pairing_timeout,
+    )
+    try:
+        return asyncio.run(serve(opts))
+    except KeyboardInterrupt:
+        return 130
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from kelpie_gateway.host.demo import run_demo
+
+    return run_demo(via_abi=args.via_abi, browser_executable=args.browser_executable)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kelpie-gateway", description="Kelpie browser gateway: reference Linux host"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the host: headless Chromium + gateway + loopback HTTP")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"API port (default {DEFAULT_PORT}; 0 = any)"
+    )
+    serve.add_argument(
+        "--bind", default="127.0.0.1", help="loopback address to bind (non-loopback is refused)"
+    )
+    serve.add_argument(
+        "--site", help="folder of pages to serve and open (default: the built-in fixture site)"
+    )
+    serve.add_argument("--browser", choices=["chromium", "none"], default="chromium")
+    serve.add_argument("--browser-executable", help="Chromium binary (default /usr/bin/chromium if present)")
+    serve.add_argument("--via-abi", action="store_true", help="drive every transaction through the C library")
+    serve.add_argument("--abi-library", help="path of libkelpie_browser_gateway.so (default: build/abi/lib)")
+    serve.add_argument("--approve-pairing", choices=["manual", "auto"], default="manual")
+    serve.add_argument("--pairing-timeout", type=float, default=120.0, help="seconds a pairing request waits")
+    serve.set_defaults(func=cmd_serve)
+
+    call = sub.add_parser("call", help="forward one canonical request to a running host")
+    call.add_argument("method", help="canonical method, e.g. tabs.list or tab.snapshot")
+    call.add_argument("--params", default="{}", help="params as a JSON object")
+    call.add_argument("--url", help=f"host URL (default $KELPIE_GATEWAY_URL or {DEFAULT_URL})")
+    token = call.add_mutually_exclusive_group()
+    token.add_argument("--token", help="bearer token (prefer --token-file: argv is visible to other users)")
+    token.add_argument(
+        "--token-file", help="file holding the bearer token (default: the one pair request saved)"
+    )
+    call.add_argument("--json", action="store_true", help="print the response envelope as JSON")
+    call.add_argument("--timeout", type=float, default=60.0, help="HTTP timeout in seconds")
+    call.set_defaults(func=cmd_call)
+
+    pair = sub.add_parser("pair", help="pairing: request a token, approve/deny codes, revoke")
+    pair.add_argument("action", choices=["request", "approve", "deny", "pending", "revoke"])
+    pair.add_argument("code", nargs="?", help="the code the host printed (approve/deny)")
+    pair.add_argument("--url", help=f"host URL (request/revoke; default {DEFAULT_URL})")
+    pair.add_argument("--client", default="kelpie-cli", help="client name shown to the operator (request)")
+    pair.add_argument("--token", help=argparse.SUPPRESS)
+    pair.add_argument("--token-file", help="where the token is saved/read")
+    pair.add_argument("--socket", help="admin socket of the host (default: every running host's)")
+    pair.set_defaults(func=cmd_pair)
+
+    demo = sub.add_parser("demo", help="the host on the fixture site + an MCP SDK journey, step by step")
+    demo.add_argument("--via-abi", action="store_true", help="run the host through the C library")
+    demo.add_argument("--browser-executable", help="Chromium binary")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""The host's transaction driver: carries gateway steps to the renderer and results back (CONTRACT.md §5).
+
+One loop per transaction::
+
+    step = begin(request)            # or begin_mcp(message)
+    while step is authorize/dispatch:
+        authorize -> advance(policy decision)
+        dispatch  -> run the native endpoint once; advance(its result)
+                     (deadline passed: cancel(reason "timeout"); the late reply is advanced later and retires)
+    complete -> return step["response"]
+
+Transactions run as independent asyncio tasks, so a recovery-lane transaction (dialog accept) proceeds
+while a direct-lane dispatch (the click that opened the dialog) is still awaiting the renderer. The
+gateway is only ever called from the event loop thread.
+
+Authorization policy (the host's "existing policy", CONTRACT.md §5): every bearer on this host was paired
+by the operator from loopback, so a paired client is admitted for every advertised method. The
+authorize step is still taken (and logged) so a stricter host can refuse there with ``NOT_AUTHORIZED``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from kelpie_gateway.host.browser import Renderer, fail
+
+JsonObject = dict[str, Any]
+
+DEFAULT_TIMEOUT_MS = 10_000
+
+
+class GatewayLike(Protocol):
+    """The Python API of CONTRACT.md §11, implemented by ``kelpie_gateway.Gateway`` and the ABI adapter."""
+
+    def begin(self, request: Any) -> JsonObject: ...
+
+    def begin_mcp(self, message: Any) -> JsonObject: ...
+
+    def next(self, transaction: str | None = None) -> JsonObject: ...
+
+    def advance(self, result: Any) -> JsonObject: ...
+
+    def cancel(self, cancel: Any) -> JsonObject: ...
+
+    def invalidate_refs(self, tab_id: str | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _internal_envelope(message: str) -> JsonObject:
+    return {
+        "version": 1,
+        "id": None,
+        "success": False,
+        "error": {"code": "INTERNAL", "message": message, "retryable": False},
+        "mayHaveCompleted": True,
+    }
+
+
+class Driver:
+    """Drives transactions of one gateway against one renderer; see the module docstring."""
+
+    def __init__(self, gateway: GatewayLike, renderer: Renderer, log: Callable[[str], None]) -> None:
+        self.gateway = gateway
+        self.renderer = renderer
+        self.log = log
+        self._late: set[asyncio.Task[JsonObject]] = set()
+
+    # ------------------------------------------------------------------ entry points
+    async def canonical(self, body: bytes | Mapping[str, Any]) -> JsonObject:
+        """Run one canonical request (raw bytes or a parsed object); returns the ``complete`` step."""
+        return await self._run(lambda: self.gateway.begin(body), mcp=False)
+
+    async def mcp(self, body: bytes | Mapping[str, Any]) -> JsonObject:
+        """Run one JSON-RPC message; returns the ``complete`` step (``response`` null for notifications)."""
+        return await self._run(lambda: self.gateway.begin_mcp(body), mcp=True)
+
+    async def _run(self, begin: Callable[[], JsonObject], *, mcp: bool) -> JsonObject:
+        # A transaction finishes even if its HTTP caller goes away: the task is shielded.
+        task = asyncio.ensure_future(self._drive(begin, mcp=mcp))
+        return await asyncio.shield(task)
+
+    # ------------------------------------------------------------------ the loop
+    async def _drive(self, begin: Callable[[], JsonObject], *, mcp: bool) -> JsonObject:
+        started = time.monotonic()
+        step = begin()
+        target: Any = None
+        while True:
+            kind = step.get("step")
+            if kind == "complete":
+                self._log_complete(step, target, started)
+                return step
+            if kind == "authorize":
+                target = step.get("target") or target
+                step = self.gateway.advance(
+                    {"transaction": step["transaction"], "seq": step["seq"], "result": self.authorize(step)}
+                )
+            elif kind == "dispatch":
+                params = step.get("params")
+                if isinstance(params, Mapping) and target is None and params.get("tabId"):
+                    target = {"tabId": params.get("tabId")}
+                step = await self._dispatch(step)
+            else:
+                self.log(f"gateway answered an unexpected step {kind!r}: {step.get('error')}")
+                message = f"the gateway answered an unexpected step {kind!r}"
+                response: JsonObject
+                if mcp:
+                    response = {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": message}}
+                else:
+                    response = _internal_envelope(message)
+                return {"step": "complete", "response": response, "audit": {}}
+
+    def authorize(self, step: Mapping[str, Any]) -> JsonObject:
+        """The host policy: every paired (loopback, operator-approved) client is admitted."""
+        return {"success": True}
+
+    async def _dispatch(self, step: Mapping[str, Any]) -> JsonObject:
+        transaction, seq = step["transaction"], step["seq"]
+        method = str(step.get("method"))
+        params = step.get("params") or {}
+        timeout_ms = step.get("timeoutMs")
+        if not isinstance(timeout_ms, int) or timeout_ms <= 0:
+            timeout_ms = DEFAULT_TIMEOUT_MS
+        call = asyncio.ensure_future(self._call(method, params))
+        try:
+            result = await asyncio.wait_for(asyncio.shield(call), timeout_ms / 1000)
+        except TimeoutError:
+            answer = self.gateway.cancel({"transaction": transaction, "reason": "timeout"})
+            self.log(f"{method} in transaction {transaction} passed its {timeout_ms} ms deadline: cancelled")
+            self._late.add(call)
+            call.add_done_callback(lambda done: self._retire(transaction, seq, method, done))
+            return answer
+        return self.gateway.advance({"transaction": transaction, "seq": seq, "result": result})
+
+    async def _call(self, method: str, params: Mapping[str, Any]) -> JsonObject:
+        try:
+            return await self.renderer.call(method, params)
+        except Exception as exc:  # the renderer promises not to raise; belt and braces
+            return fail("RENDERER_FAILED", f"{type(exc).__name__}: {exc}")
+
+    def _retire(self, transaction: str, seq: int, method: str, done: asyncio.Task[JsonObject]) -> None:
+        self._late.discard(done)
+        if done.cancelled():
+            result = fail("RENDERER_FAILED", "the renderer call was cancelled")
+        else:
+            result = done.result()
+        answer = self.gateway.advance({"transaction": transaction, "seq": seq, "result": result})
+        self.log(f"late {method} reply for transaction {transaction}: {answer.get('step')}")
+
+    async def drain(self, timeout_s: float = 5.0) -> None:
+        """Wait (bounded) for outstanding late renderer replies, e.g. before shutdown."""
+        if self._late:
+            with contextlib.suppress(Exception):
+                await asyncio.wait(set(self._late), timeout=timeout_s)
+
+    # ------------------------------------------------------------------ the per-transaction log line
+    def _log_complete(self, step: Mapping[str, Any], target: Any, started: float) -> None:
+        audit = step.get("audit") or {}
+        response = step.get("response")
+        method = audit.get("method") or "?"
+        tab = audit.get("tabId")
+        if tab is None and isinstance(audit.get("target"), Mapping):
+            tab = audit["target"].get("tabId")
+        if tab is None and isinstance(target, Mapping):
+            tab = target.get("tabId")
+        outcome = _outcome(response, step)
+        if audit.get("outcome") in ("refused", "unknown"):
+            outcome = f"{audit['outcome']} {audit.get('code')}"
+        elif audit.get("outcome") == "success" and outcome.startswith("ok"):
+            outcome = "ok"
+        ms = audit.get("elapsedMs")
+        if not isinstance(ms, int | float) or (ms == 0 and audit.get("dispatches")):
+            ms = (time.monotonic() - started) * 1000
+        lane = audit.get("lane")
+        extra = f" lane={lane}" if lane and lane != "direct" else ""
+        self.log(f"tx {method} tab={tab or '-'} {outcome} {ms:.0f}ms{extra}")
+
+
+def _outcome(response: Any, step: Mapping[str, Any]) -> str:
+    if response is None:
+        return f"notification ({step.get('httpStatus', 202)})"
+    if not isinstance(response, Mapping):
+        return "?"
+    if "jsonrpc" in response:
+        if "error" in response:
+            return f"jsonrpc-error {response['error'].get('code')}"
+        inner = response.get("result")
+        if isinstance(inner, Mapping) and isinstance(inner.get("structuredContent"), Mapping):
+            return _outcome(inner["structuredContent"], step)
+        return "ok"
+    if response.get("success") is True:
+        return "ok"
+    error = response.get("error") or {}
+    unknown = " mayHaveCompleted" if response.get("mayHaveCompleted") else ""
+    return f"refused {error.get('code')}{unknown}" if not unknown else f"unknown {error.get('code')}{unknown}"

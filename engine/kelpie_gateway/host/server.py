@@ -1,0 +1,350 @@
+"""Loopback HTTP transport of the reference host (ARCHITECTURE.md, "Reference Linux host and transport rules").
+
+Routes (all answer JSON; every check happens before the body is read past the cap):
+
+========================  ====================================================================
+``POST /v1/browser-control``  canonical request -> envelope. Refusals and unknown outcomes are HTTP 200.
+``POST /mcp``                 JSON-RPC message -> JSON-RPC response; notifications 202 with an empty body.
+``GET /mcp``                  405 (no server-initiated stream). ``DELETE /mcp`` 405 (no sessions).
+``POST /v1/pair``             no bearer; body ``{"client": name}``; waits for the operator (120 s):
+                              200 ``{"token"}`` once, 403 denied, 408 not approved in time.
+``DELETE /v1/pair``           revokes exactly the presented bearer; it is refused from then on.
+========================  ====================================================================
+
+Status rules, in the order they are checked:
+
+1. ``Host`` header not ``127.0.0.1:PORT`` / ``localhost:PORT`` (the address being served) -> 403
+   (DNS rebinding), on every route.
+2. Missing or unknown ``Authorization: Bearer`` -> 401 (every route but ``POST /v1/pair``).
+3. Any ``Origin`` header, including ``null`` -> 403 (on every route; browsers' pages never talk to the host).
+4. ``/mcp`` only: an explicit ``MCP-Protocol-Version`` other than 2025-06-18 / 2025-11-25 -> 400.
+5. ``Content-Type`` not ``application/json`` -> 415.
+6. Body over 4 MiB (``Content-Length`` or counted while streaming) -> 413, not read past the cap.
+7. Malformed JSON -> 400 (canonical: the ``INVALID_JSON`` envelope; ``/mcp``: JSON-RPC -32700).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from kelpie_gateway.host.auth import Pairing, TokenStore
+from kelpie_gateway.host.driver import Driver
+
+JsonObject = dict[str, Any]
+
+MAX_BODY = 4 * 1024 * 1024
+MCP_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})
+LOOPBACK_BINDS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def is_loopback_bind(address: str) -> bool:
+    """True for the loopback addresses the host may bind (127.0.0.0/8, ``localhost``, ``::1``)."""
+    return address in LOOPBACK_BINDS or address.startswith("127.")
+
+
+def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        status=status, body=orjson.dumps(body), content_type="application/json", headers=headers
+    )
+
+
+def _envelope_error(code: str, message: str) -> JsonObject:
+    return {
+        "version": 1,
+        "id": None,
+        "success": False,
+        "error": {"code": code, "message": message, "retryable": False},
+        "mayHaveCompleted": False,
+    }
+
+
+def _rpc_error(code: int, message: str) -> JsonObject:
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+
+
+class _Refused(Exception):
+    def __init__(self, response: web.Response) -> None:
+        super().__init__(response.status)
+        self.response = response
+
+
+class HostServer:
+    """The aiohttp application; ``port`` is filled in once the listening socket is bound."""
+
+    def __init__(
+        self,
+        driver: Driver,
+        tokens: TokenStore,
+        pairing: Pairing,
+        *,
+        log: Callable[[str], None],
+    ) -> None:
+        self.driver = driver
+        self.tokens = tokens
+        self.pairing = pairing
+        self.log = log
+        self.port = 0
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_post("/v1/browser-control", self.canonical)
+        app.router.add_post("/mcp", self.mcp)
+        app.router.add_get("/mcp", self.mcp_get)
+        app.router.add_delete("/mcp", self.mcp_get)
+        app.router.add_post("/v1/pair", self.pair)
+        app.router.add_delete("/v1/pair", self.unpair)
+        return app
+
+    # ------------------------------------------------------------------ shared checks
+    def _check_host(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
+        host = request.headers.get("Host", "")
+        if host not in (f"127.0.0.1:{self.port}", f"localhost:{self.port}"):
+            raise _Refused(
+                _json(403, err("NOT_AUTHORIZED", "the Host header must name the loopback address served"))
+            )
+
+    def _bearer(self, request: web.Request) -> str | None:
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+    def _check_bearer(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> str:
+        token = self._bearer(request)
+        if token is None or self.tokens.lookup(token) is None:
+            raise _Refused(
+                _json(
+                    401,
+                    err("NOT_AUTHORIZED", "a paired bearer token is required (POST /v1/pair)"),
+                    {"WWW-Authenticate": 'Bearer realm="kelpie-gateway"'},
+                )
+            )
+        return token
+
+    def _check_origin(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
+        if "Origin" in request.headers:
+            raise _Refused(
+                _json(403, err("NOT_AUTHORIZED", "requests from web pages (Origin header) are refused"))
+            )
+
+    def _check_type(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
+        if request.content_type != "application/json":
+            raise _Refused(_json(415, err("INVALID_REQUEST", "Content-Type must be application/json")))
+
+    async def _read(self, request: web.Request, too_large: JsonObject) -> bytes:
+        def refuse() -> _Refused:
+            response = _json(413, too_large)
+            response.force_close()
+            return _Refused(response)
+
+        length = request.content_length
+        if length is not None and length > MAX_BODY:
+            raise refuse()
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = await request.content.read(64 * 1024)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > MAX_BODY:
+                raise refuse()
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    # ------------------------------------------------------------------ canonical
+    async def canonical(self, request: web.Request) -> web.StreamResponse:
+        """``POST /v1/browser-control``: canonical request in, envelope out (CONTRACT.md §3-4)."""
+        err = _envelope_error
+        try:
+            self._check_host(request, err)
+            self._check_bearer(request, err)
+            self._check_origin(request, err)
+            self._check_type(request, err)
+            body = await self._read(
+                request,
+                _envelope_error("REQUEST_TOO_LARGE", f"the request body is over {MAX_BODY} bytes (4 MiB)"),
+            )
+        except _Refused as refused:
+            return refused.response
+        try:
+            orjson.loads(body)
+            status = 200
+        except orjson.JSONDecodeError:
+            status = 400
+        step = await self.driver.canonical(body)
+        return _json(status, step.get("response"))
+
+    # ------------------------------------------------------------------ MCP
+    async def mcp_get(self, request: web.Request) -> web.StreamResponse:
+        """``GET``/``DELETE /mcp``: 405 — this server opens no SSE stream and keeps no MCP sessions."""
+        return _json(405, _rpc_error(-32600, "only POST is supported on /mcp"), {"Allow": "POST"})
+
+    async def mcp(self, request: web.Request) -> web.StreamResponse:
+        """``POST /mcp``: one JSON-RPC message (CONTRACT.md §7); JSON answer, 202 for notifications."""
+
+        def err(_code: str, message: str) -> JsonObject:
+            return _rpc_error(-32600, message)
+
+        try:
+            self._check_host(request, err)
+            self._check_bearer(request, err)
+            self._check_origin(request, err)
+            version = request.headers.get("MCP-Protocol-Version")
+            if version is not None and version not in MCP_VERSIONS:
+                supported = ", ".join(sorted(MCP_VERSIONS))
+                raise _Refused(
+                    _json(400, _rpc_error(-32600, f"unsupported MCP-Protocol-Version; use {supported}"))
+                )
+            self._check_type(request, err)
+            body = await self._read(
+                request, _rpc_error(-32600, f"the request body is over {MAX_BODY} bytes (4 MiB)")
+            )
+        except _Refused as refused:
+            return refused.response
+        try:
+            orjson.loads(body)
+            status = 200
+        except orjson.JSONDecodeError:
+            status = 400
+        step = await self.driver.mcp(body)
+        response = step.get("response")
+        if response is None:
+            return web.Response(status=int(step.get("httpStatus") or 202))
+        return _json(status, response)
+
+    # ------------------------------------------------------------------ pairing
+    async def pair(self, request: web.Request) -> web.StreamResponse:
+        """``POST /v1/pair`` ``{"client": name}`` -> 200 ``{"token", "client"}`` / 403 / 408."""
+
+        def err(code: str, message: str) -> JsonObject:
+            return {"error": {"code": code, "message": message}}
+
+        try:
+            self._check_host(request, err)
+            self._check_origin(request, err)
+            self._check_type(request, err)
+            body = await self._read(request, err("REQUEST_TOO_LARGE", "the request body is over 4 MiB"))
+        except _Refused as refused:
+            return refused.response
+        try:
+            parsed = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return _json(400, err("INVALID_JSON", 'the body must be JSON: {"client": "<name>"}'))
+        client = parsed.get("client") if isinstance(parsed, dict) else None
+        if (
+            not isinstance(parsed, dict)
+            or set(parsed) != {"client"}
+            or not isinstance(client, str)
+            or not 1 <= len(client) <= 100
+            or not client.isprintable()
+        ):
+            return _json(
+                400, err("INVALID_REQUEST", 'the body must be {"client": "<printable name, 1..100 chars>"}')
+            )
+        pending = self.pairing.open(client)
+        if self.pairing.auto_approve:
+            self.log(
+                f"pairing request from client {client!r}: approved automatically (--approve-pairing auto)"
+            )
+        else:
+            self.log(
+                f"pairing request from client {client!r}: code {pending.code} — approve with "
+                f"`kelpie-gateway pair approve {pending.code}` (or deny) within {self.pairing.timeout_s:g} s"
+            )
+        decision = await self.pairing.wait(pending)
+        if decision == "approved":
+            token = self.tokens.issue(client)
+            self.log(f"paired client {client!r}")
+            return _json(200, {"token": token, "client": client}, {"Cache-Control": "no-store"})
+        if decision == "denied":
+            self.log(f"pairing denied for client {client!r}")
+            return _json(403, err("NOT_AUTHORIZED", "the operator denied this pairing request"))
+        self.log(f"pairing request from client {client!r} timed out")
+        return _json(408, err("TIMEOUT", "the pairing request was not approved in time"))
+
+    async def unpair(self, request: web.Request) -> web.StreamResponse:
+        """``DELETE /v1/pair``: revoke exactly the presented bearer."""
+
+        def err(code: str, message: str) -> JsonObject:
+            return {"error": {"code": code, "message": message}}
+
+        try:
+            self._check_host(request, err)
+            token = self._check_bearer(request, err)
+            self._check_origin(request, err)
+        except _Refused as refused:
+            return refused.response
+        client = self.tokens.lookup(token)
+        self.tokens.revoke(token)
+        self.log(f"revoked the token of client {client!r}")
+        return _json(200, {"revoked": True})
+
+
+# ---------------------------------------------------------------------- operator admin socket
+def state_dir() -> Path:
+    """Directory of the admin sockets: ``$KELPIE_GATEWAY_STATE_DIR``, else ``$XDG_RUNTIME_DIR/kelpie-gateway``,
+    else ``/tmp/kelpie-gateway-<uid>``. Created with mode 0700."""
+    explicit = os.environ.get("KELPIE_GATEWAY_STATE_DIR")
+    if explicit:
+        path = Path(explicit)
+    elif os.environ.get("XDG_RUNTIME_DIR"):
+        path = Path(os.environ["XDG_RUNTIME_DIR"]) / "kelpie-gateway"
+    else:
+        path = Path(f"/tmp/kelpie-gateway-{os.getuid()}")
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o700)
+    return path
+
+
+def admin_app(pairing: Pairing, log: Callable[[str], None]) -> web.Application:
+    """The operator's pairing API on a Unix socket (mode 0600): ``POST /pair/approve|deny {"code"}``,
+    ``GET /pair/pending``. Only the user running the host can reach it."""
+
+    async def decide(request: web.Request) -> web.StreamResponse:
+        try:
+            body = json.loads(await request.read())
+            code = str(body["code"])
+        except (ValueError, KeyError, TypeError):
+            return _json(400, {"error": 'body must be {"code": "..."}'})
+        decision = "approved" if request.match_info["decision"] == "approve" else "denied"
+        found = pairing.decide(code, decision)  # type: ignore[arg-type]
+        if found is None:
+            return _json(404, {"error": f"no pending pairing request with code {code!r}"})
+        log(f"operator {decision} pairing code {found.code} (client {found.client!r})")
+        return _json(200, {"code": found.code, "client": found.client, "decision": decision})
+
+    async def pending(request: web.Request) -> web.StreamResponse:
+        return _json(200, {"pending": [{"code": c, "client": n} for c, n in pairing.pending()]})
+
+    app = web.Application()
+    app.router.add_post("/pair/{decision:approve|deny}", decide)
+    app.router.add_get("/pair/pending", pending)
+    return app
+
+
+# ---------------------------------------------------------------------- fixture site server
+def site_app(root: Path) -> web.Application:
+    """Static files of ``root`` (``/`` redirects to ``/index.html``), never cached."""
+
+    async def index(request: web.Request) -> web.StreamResponse:
+        raise web.HTTPFound("/index.html")
+
+    @web.middleware
+    async def no_store(request: web.Request, handler: Any) -> web.StreamResponse:
+        response: web.StreamResponse = await handler(request)
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    app = web.Application(middlewares=[no_store])
+    app.router.add_get("/", index)
+    app.router.add_static("/", root, show_index=False)
+    return app
