@@ -1,0 +1,299 @@
+"""MCP journeys with the official Python SDK (PyPI ``mcp``) over Streamable HTTP against the reference host
+serving ``fixtures/site`` in real headless Chromium — through the Python API and through the C library.
+
+Each test opens its own tab so the tests stay independent while sharing one host per module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import urllib.request
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+import pytest
+from conftest import Host
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@asynccontextmanager
+async def connect(host: Host, token: str | None = None) -> AsyncIterator[Client]:
+    http = create_mcp_http_client(
+        headers={"Authorization": f"Bearer {token or host.token}"}, timeout=httpx2.Timeout(30.0, read=60.0)
+    )
+    async with (
+        http,
+        Client(streamable_http_client(f"{host.url}/mcp", http_client=http), mode="legacy") as client,
+    ):
+        yield client
+
+
+async def bc(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``kelpie_browser_control`` and the envelope it carries (structuredContent == text block)."""
+    result = await client.call_tool("kelpie_browser_control", {"method": method, "params": params})
+    envelope = result.structured_content
+    assert isinstance(envelope, dict), result
+    texts = [block.text for block in result.content if block.type == "text"]
+    assert json.loads(texts[0]) == envelope
+    assert bool(result.is_error) == (not envelope["success"])
+    return envelope
+
+
+async def ok(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    envelope = await bc(client, method, params)
+    assert envelope["success"], envelope
+    return dict(envelope["result"])
+
+
+async def ext(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool("kelpie_extension", {"name": name, "arguments": arguments})
+    envelope = result.structured_content
+    assert isinstance(envelope, dict), result
+    return envelope
+
+
+def element(snapshot: dict[str, Any], tag: str, label: str) -> dict[str, Any]:
+    for item in snapshot["elements"]:
+        if item.get("tag") == tag and label.lower() in str(item.get("label", "")).lower():
+            return dict(item)
+    raise AssertionError(f"no <{tag}> labelled {label!r} in {snapshot['elements']}")
+
+
+async def open_tab(client: Client, host: Host, page: str) -> str:
+    opened = await ok(client, "tabs.open", {"url": host.site(page)})
+    return str(opened["tabId"])
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_initialize_and_tools_list(browser_host: Host) -> None:
+    async def body() -> None:
+        async with connect(browser_host) as client:
+            assert client.protocol_version in ("2025-06-18", "2025-11-25")
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert {
+                "kelpie_browser_control",
+                "kelpie_extensions",
+                "kelpie_extension_tools",
+                "kelpie_extension",
+            } <= names
+            listed = await client.call_tool("kelpie_extensions", {})
+            assert {"dialog_observe", "dialog_accept", "dialog_dismiss"} <= set(
+                json.dumps(listed.structured_content).split('"')
+            )
+
+    run(body())
+
+
+def test_snapshot_then_click_changes_the_page(browser_host: Host) -> None:
+    async def body() -> None:
+        async with connect(browser_host) as client:
+            tab = await open_tab(client, browser_host, "click.html")
+            snap = await ok(client, "tab.snapshot", {"tabId": tab})
+            assert snap["title"] == "Click page" and "Clicked 0 times" in snap["text"]
+            assert all(
+                item["ref"].startswith(f"s{snap['snapshot']}") or "ref" in item for item in snap["elements"]
+            )
+            assert "handle" not in json.dumps(snap)
+            button = element(snap, "button", "Increment")
+            assert await ok(client, "tab.click", {"tabId": tab, "ref": button["ref"]}) == {"clicked": True}
+            after = await ok(client, "tab.snapshot", {"tabId": tab})
+            assert "Clicked 1 times" in after["text"]
+
+    run(body())
+
+
+def test_type_reaches_the_page_but_never_the_snapshot(browser_host: Host) -> None:
+    secret = "Kelpie types ✓ 🐕"
+
+    async def body() -> None:
+        async with connect(browser_host) as client:
+            tab = await open_tab(client, browser_host, "form.html")
+            snap = await ok(client, "tab.snapshot", {"tabId": tab})
+            field = element(snap, "input", "name")
+            typed = await ok(client, "tab.type", {"tabId": tab, "ref": field["ref"], "text": secret})
+            assert typed == {"typed": len(secret)}
+            seen = await ok(client, "tab.snapshot", {"tabId": tab})
+            assert f"Name has {len(secret)} characters" in seen["text"]
+            assert secret not in json.dumps(seen, ensure_ascii=False)
+            # The page itself holds the value: its echo button copies it into page text.
+            await ok(client, "tab.click", {"tabId": tab, "ref": element(seen, "button", "Echo")["ref"]})
+            echoed = await ok(client, "tab.snapshot", {"tabId": tab})
+            assert f"Echo: {secret}" in echoed["text"]
+            # A number input refuses before focus: nothing happened.
+            age = element(echoed, "input", "age")
+            refused = await bc(client, "tab.type", {"tabId": tab, "ref": age["ref"], "text": "42"})
+            assert refused["error"]["code"] == "NOT_TYPABLE" and refused["mayHaveCompleted"] is False
+
+    run(body())
+
+
+def test_stale_ref_after_navigation_is_refused(browser_host: Host) -> None:
+    async def body() -> None:
+        async with connect(browser_host) as client:
+            tab = await open_tab(client, browser_host, "click.html")
+            snap = await ok(client, "tab.snapshot", {"tabId": tab})
+            old = element(snap, "button", "Increment")["ref"]
+            moved = await ok(client, "tab.navigate", {"tabId": tab, "url": browser_host.site("second.html")})
+            assert moved["url"].endswith("/second.html") and moved["generation"] > 0
+            refused = await bc(client, "tab.click", {"tabId": tab, "ref": old})
+            assert refused["error"]["code"] in ("REFS_INVALIDATED", "STALE_SNAPSHOT", "TAB_STALE")
+            assert refused["mayHaveCompleted"] is False
+            title = (await ok(client, "tab.snapshot", {"tabId": tab}))["title"]
+            assert title == "Second page"
+
+    run(body())
+
+
+def test_a_ref_of_another_tab_is_refused(browser_host: Host) -> None:
+    async def body() -> None:
+        async with connect(browser_host) as client:
+            first = await open_tab(client, browser_host, "click.html")
+            second = await open_tab(client, browser_host, "click.html")
+            ref = element(await ok(client, "tab.snapshot", {"tabId": first}), "button", "Increment")["ref"]
+            await ok(client, "tab.snapshot", {"tabId": second})
+            refused = await bc(client, "tab.click", {"tabId": second, "ref": ref})
+            assert refused["error"]["code"] == "CROSS_TAB_REF" and refused["mayHaveCompleted"] is False
+            counts = [(await ok(client, "tab.snapshot", {"tabId": t}))["text"] for t in (first, second)]
+            assert all("Clicked 0 times" in text for text in counts)
+
+    run(body())
+
+
+def test_busy_while_another_call_is_outstanding(browser_host: Host) -> None:
+    async def body() -> None:
+        async with connect(browser_host) as client:
+            tab = await open_tab(client, browser_host, "slow.html?busy=2500")
+            button = element(await ok(client, "tab.snapshot", {"tabId": tab}), "button", "Slow")
+            click = asyncio.ensure_future(
+                ok(client, "tab.click", {"tabId": tab, "ref": button["ref"], "timeoutMs": 20000})
+            )
+            await asyncio.sleep(0.8)
+            busy = await bc(client, "tabs.list", {})
+            assert busy["error"]["code"] == "BUSY" and busy["error"]["retryable"] is True
+            assert busy["mayHaveCompleted"] is False
+            assert await click == {"clicked": True}
+            assert "Slow effect count: 1" in (await ok(client, "tab.snapshot", {"tabId": tab}))["text"]
+
+    run(body())
+
+
+def test_timed_out_mutation_may_have_completed_and_is_not_repeated(browser_host: Host) -> None:
+    async def body() -> None:
+        async with connect(browser_host) as client:
+            tab = await open_tab(client, browser_host, "slow.html?busy=2000")
+            elsewhere = browser_host.site("second.html")
+            button = element(await ok(client, "tab.snapshot", {"tabId": tab}), "button", "Slow")
+            late_lines = sum("late " in line for line in browser_host.process.lines)
+            timed_out = await bc(client, "tab.click", {"tabId": tab, "ref": button["ref"], "timeoutMs": 300})
+            assert timed_out["success"] is False and timed_out["mayHaveCompleted"] is True
+            assert timed_out["error"]["code"] == "TIMEOUT"
+            # The renderer reply is still due: the lane stays exclusive until it retires.
+            busy = await bc(client, "tabs.list", {})
+            assert busy["error"]["code"] == "BUSY"
+            for _ in range(100):
+                if sum("late " in line for line in browser_host.process.lines) > late_lines:
+                    break
+                await asyncio.sleep(0.1)
+            retired = [line for line in browser_host.process.lines if "late " in line][-1]
+            assert "retired" in retired
+            # Ambiguity stops the agent: the next mutation of that tab waits for a fresh observation.
+            again = await bc(client, "tab.navigate", {"tabId": tab, "url": elsewhere})
+            assert again["error"]["code"] == "RECONCILE_REQUIRED" and again["mayHaveCompleted"] is False
+            text = (await ok(client, "tab.snapshot", {"tabId": tab}))["text"]
+            assert "Slow effect count: 1" in text  # the effect landed exactly once
+            await ok(client, "tab.navigate", {"tabId": tab, "url": elsewhere})
+
+    run(body())
+
+
+def test_screenshot_is_one_image_block(browser_host: Host) -> None:
+    async def body() -> None:
+        async with connect(browser_host) as client:
+            tab = await open_tab(client, browser_host, "click.html")
+            shot = await client.call_tool(
+                "kelpie_browser_control", {"method": "tab.screenshot", "params": {"tabId": tab}}
+            )
+            images = [block for block in shot.content if block.type == "image"]
+            assert len(images) == 1 and images[0].mime_type == "image/png"
+            png = base64.b64decode(images[0].data)
+            assert png[:8] == b"\x89PNG\r\n\x1a\n"
+            envelope = shot.structured_content
+            assert envelope["success"] and "data" not in envelope["result"]
+            assert envelope["result"]["imageBytes"] == len(png)
+            assert (envelope["result"]["width"], envelope["result"]["height"]) == (1280, 800)
+            texts = "".join(block.text for block in shot.content if block.type == "text")
+            assert images[0].data not in texts
+
+    run(body())
+
+
+def test_dialog_opened_by_a_click_is_handled_while_the_click_is_outstanding(browser_host: Host) -> None:
+    async def body() -> None:
+        async with connect(browser_host) as client:
+            tab = await open_tab(client, browser_host, "dialog.html")
+            button = element(await ok(client, "tab.snapshot", {"tabId": tab}), "button", "confirmation")
+            click = asyncio.ensure_future(
+                bc(client, "tab.click", {"tabId": tab, "ref": button["ref"], "timeoutMs": 20000})
+            )
+            dialogs: list[dict[str, Any]] = []
+            for _ in range(100):
+                observed = await ext(client, "dialog_observe", {"tabId": tab})
+                assert observed["success"], observed
+                dialogs = observed["result"]["dialogs"]
+                if dialogs:
+                    break
+                await asyncio.sleep(0.1)
+            assert dialogs == [
+                {
+                    "tabId": tab,
+                    "type": "confirm",
+                    "message": "Proceed with the Kelpie test?",
+                    "defaultValue": "",
+                }
+            ]
+            assert not click.done()
+            busy = await bc(client, "tabs.list", {})
+            assert busy["error"]["code"] == "BUSY"  # the click is still outstanding on the direct lane
+            accepted = await ext(client, "dialog_accept", {"tabId": tab})
+            assert accepted["success"] and accepted["result"]["handled"] == "accepted"
+            clicked = await asyncio.wait_for(click, 10)
+            assert clicked["success"] and clicked["result"] == {"clicked": True}
+            assert "Answer: confirmed" in (await ok(client, "tab.snapshot", {"tabId": tab}))["text"]
+
+    run(body())
+
+
+def test_revoked_bearer_is_refused_and_others_keep_working(browser_host: Host) -> None:
+    token = browser_host.pair("short-lived")
+
+    async def body() -> None:
+        async with connect(browser_host, token) as client:
+            await ok(client, "tabs.list", {})
+
+    run(body())
+    status, _ = browser_host.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, token)
+    assert status == 200
+    request = urllib.request.Request(
+        f"{browser_host.url}/v1/pair", headers={"Authorization": f"Bearer {token}"}, method="DELETE"
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+    status, _ = browser_host.post("/mcp", {"jsonrpc": "2.0", "id": 2, "method": "ping"}, token)
+    assert status == 401
+    status, _ = browser_host.post(
+        "/v1/browser-control", {"version": 1, "method": "tabs.list", "params": {}}, token
+    )
+    assert status == 401
+    assert browser_host.call("tabs.list")["success"]  # the module's own token still works
+    assert not any(token in line for line in browser_host.process.lines)
