@@ -1,0 +1,807 @@
+// Kelpie fixed reader: shared core (contract §8-§9). Committed source; the runnable scripts are assembled
+// by kelpie_gateway.reader (tools/gen_reader.py writes the same bundles to build/generated/js/).
+//
+// This file is the body of `async function kelpieReader(P) { … }`; P holds JSON-decoded parameters.
+// Nothing here may throw out of the bundle: every entry point is wrapped by `guard` in the prelude.
+// Value-free: no code path reads `.value` of a text field, select or contenteditable content.
+
+const LABEL_MAX = 500; // UTF-16 units per element label; longer labels are cut (and truncated:true)
+const TITLE_MAX = 2000;
+const URL_MAX = 8192;
+const DEPTH_MAX = 1500; // deeper trees are cut (and truncated:true) instead of overflowing the stack
+const ASCII_WS = /[\t\n\f\r ]+/g;
+
+// ---------------------------------------------------------------- strings
+function wellFormed(s) {
+  s = String(s);
+  if (typeof s.toWellFormed === "function") return s.toWellFormed();
+  return s.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
+}
+function flat(s) {
+  // wpt's rule: runs of ASCII whitespace become one space, then the ends are trimmed. U+00A0 is kept.
+  return String(s).replace(ASCII_WS, " ").replace(/^ /, "").replace(/ $/, "");
+}
+// Cut `s` (well-formed) to at most n UTF-16 units without splitting a surrogate pair.
+function cutUnits(s, n) {
+  if (s.length <= n) return { text: s, cut: false };
+  let end = n;
+  if (end > 0) {
+    const c = s.charCodeAt(end - 1);
+    if (c >= 0xd800 && c <= 0xdbff) end -= 1;
+  }
+  return { text: s.slice(0, end), cut: true };
+}
+function codePoints(s) {
+  let n = 0;
+  for (const _ of s) n += 1;
+  return n;
+}
+
+// ---------------------------------------------------------------- DOM basics (cached per run)
+const styleCache = new Map();
+function styleOf(el, pseudo) {
+  if (pseudo) {
+    const view = el.ownerDocument && el.ownerDocument.defaultView;
+    return view ? view.getComputedStyle(el, pseudo) : null;
+  }
+  let st = styleCache.get(el);
+  if (st === undefined) {
+    const view = el.ownerDocument && el.ownerDocument.defaultView;
+    st = view ? view.getComputedStyle(el) : null;
+    styleCache.set(el, st);
+  }
+  return st;
+}
+function isElement(n) {
+  return !!n && n.nodeType === 1;
+}
+function tagOf(el) {
+  return String(el.localName || el.nodeName || "").toLowerCase();
+}
+function isHTML(el) {
+  return el.namespaceURI === "http://www.w3.org/1999/xhtml";
+}
+// Parent in the flat tree: the slot a node is assigned to, its parent element, the host of its shadow
+// root, or the frame element of its document.
+function flatParent(n) {
+  if (n.assignedSlot) return n.assignedSlot;
+  if (n.parentElement) return n.parentElement;
+  const p = n.parentNode;
+  if (p && p.nodeType === 11 && p.host) return p.host;
+  if (p && p.nodeType === 9) {
+    try {
+      const v = p.defaultView;
+      return v && v.frameElement ? v.frameElement : null;
+    } catch (e) {
+      return null;
+    }
+  }
+  return null;
+}
+const NOT_RENDERED_TAGS = new Set(["script", "style", "template", "noscript", "head", "meta", "link", "title", "base"]);
+
+// Rendered = has a box or is display:contents inside a rendered parent (visibility is separate).
+const renderedCache = new Map();
+function isRendered(el) {
+  let r = renderedCache.get(el);
+  if (r !== undefined) return r;
+  const st = styleOf(el);
+  if (!st || st.display === "none" || NOT_RENDERED_TAGS.has(tagOf(el))) r = false;
+  else if (st.display === "contents") {
+    const p = flatParent(el);
+    r = p ? isRendered(p) : true;
+  } else if ((tagOf(el) === "option" || tagOf(el) === "optgroup") && el.closest("select")) {
+    r = isRendered(el.closest("select")); // options of a drop-down have no box of their own
+  } else if (tagOf(el) === "area") {
+    const map = el.closest("map");
+    r = !!map && (styleOf(map) || {}).display !== "none";
+  } else if (typeof el.checkVisibility === "function") r = el.checkVisibility();
+  else r = true;
+  renderedCache.set(el, r);
+  return r;
+}
+function ariaHiddenTree(el) {
+  for (let e = el; e; e = flatParent(e)) {
+    if (e.getAttribute && (e.getAttribute("aria-hidden") || "").toLowerCase() === "true") return true;
+  }
+  return false;
+}
+// Hidden for accessibility (accname step 2A): not rendered, visibility hidden/collapse, or aria-hidden.
+const hiddenCache = new Map();
+function isHiddenForAria(el) {
+  let r = hiddenCache.get(el);
+  if (r !== undefined) return r;
+  const st = styleOf(el);
+  r = !st || !isRendered(el) || (st.display !== "contents" && st.visibility !== "visible") || ariaHiddenTree(el);
+  hiddenCache.set(el, r);
+  return r;
+}
+function isEditable(el) {
+  return !!el.isContentEditable;
+}
+function isEditingHost(el) {
+  if (!isEditable(el)) return false;
+  const p = el.parentElement;
+  return !p || !p.isContentEditable;
+}
+function textSecured(el) {
+  const st = styleOf(el);
+  const sec = st && (st.webkitTextSecurity || st.getPropertyValue("-webkit-text-security"));
+  return !!sec && sec !== "none";
+}
+
+// ---------------------------------------------------------------- roles
+const VALID_ROLES = new Set(("alert alertdialog application article associationlist associationlistitemkey " +
+  "associationlistitemvalue banner blockquote button caption cell checkbox comment sectionfooter sectionheader " +
+  "code columnheader combobox complementary contentinfo definition deletion dialog directory document emphasis " +
+  "feed figure form generic grid gridcell group heading img image insertion link list listbox listitem log main " +
+  "mark marquee math menu menubar menuitem menuitemcheckbox menuitemradio meter navigation none note option " +
+  "paragraph presentation progressbar radio radiogroup region row rowgroup rowheader scrollbar search searchbox " +
+  "separator slider spinbutton status strong subscript superscript switch tab table tablist tabpanel term " +
+  "textbox time timer toolbar tooltip tree treegrid treeitem").split(" "));
+const GLOBAL_ARIA = ["aria-label", "aria-labelledby", "aria-describedby", "aria-details", "aria-owns",
+  "aria-controls", "aria-live", "aria-keyshortcuts", "aria-roledescription", "aria-errormessage"];
+const INPUT_ROLES = { button: "button", image: "button", reset: "button", submit: "button", checkbox: "checkbox",
+  radio: "radio", range: "slider", number: "spinbutton", file: "button", color: "button" };
+const TEXT_INPUT_TYPES = new Set(["", "text", "search", "url", "tel", "email", "password"]);
+
+function inputType(el) {
+  return String(el.type || "text").toLowerCase(); // the IDL attribute: unknown types read as "text"
+}
+function isFocusable(el) {
+  if (el.hasAttribute("tabindex")) return true;
+  const t = tagOf(el);
+  if (["button", "select", "textarea"].includes(t)) return !el.disabled;
+  if (t === "input") return inputType(el) !== "hidden" && !el.disabled;
+  if ((t === "a" || t === "area") && el.hasAttribute("href")) return true;
+  return isEditingHost(el);
+}
+function landmarkScoped(el) {
+  for (let e = flatParent(el); e; e = flatParent(e)) {
+    const t = tagOf(e);
+    if (["article", "aside", "main", "nav", "section"].includes(t)) return true;
+    const r = (e.getAttribute && e.getAttribute("role")) || "";
+    if (/\b(article|complementary|main|navigation|region)\b/.test(r)) return true;
+  }
+  return false;
+}
+function implicitRole(el) {
+  if (!isHTML(el)) {
+    const t = tagOf(el);
+    if (t === "svg") return "img";
+    if (t === "a" && (el.hasAttribute("href") || el.hasAttribute("xlink:href"))) return "link";
+    return null;
+  }
+  const t = tagOf(el);
+  switch (t) {
+    case "a": return el.hasAttribute("href") ? "link" : "generic";
+    case "area": return el.hasAttribute("href") ? "link" : null;
+    case "article": return "article";
+    case "aside": return "complementary";
+    case "b": case "bdi": case "bdo": case "data": case "div": case "i": case "pre": case "q": case "samp":
+    case "small": case "span": case "u": case "body": return "generic";
+    case "blockquote": return "blockquote";
+    case "button": return "button";
+    case "caption": return "caption";
+    case "code": return "code";
+    case "datalist": return "listbox";
+    case "dd": return "definition";
+    case "del": case "s": return "deletion";
+    case "details": return "group";
+    case "dfn": case "dt": return "term";
+    case "dialog": return "dialog";
+    case "em": return "emphasis";
+    case "fieldset": case "optgroup": case "address": case "hgroup": return "group";
+    case "figure": return "figure";
+    case "footer": return landmarkScoped(el) ? "generic" : "contentinfo";
+    case "header": return landmarkScoped(el) ? "generic" : "banner";
+    case "form": return "form";
+    case "h1": case "h2": case "h3": case "h4": case "h5": case "h6": return "heading";
+    case "hr": return "separator";
+    case "html": return "document";
+    case "img": {
+      const alt = el.getAttribute("alt");
+      if (alt === "" && !el.hasAttribute("title") && !GLOBAL_ARIA.some((a) => el.hasAttribute(a)) && !isFocusable(el)) {
+        return "presentation";
+      }
+      return "img";
+    }
+    case "input": {
+      const type = inputType(el);
+      if (type === "hidden") return null;
+      if (INPUT_ROLES[type]) return INPUT_ROLES[type];
+      const list = el.hasAttribute("list");
+      if (type === "search") return list ? "combobox" : "searchbox";
+      if (TEXT_INPUT_TYPES.has(type)) return list ? "combobox" : "textbox";
+      return null; // date, time, … : no ARIA role (the element entry carries `type`)
+    }
+    case "ins": return "insertion";
+    case "li": return "listitem";
+    case "main": return "main";
+    case "mark": return "mark";
+    case "math": return "math";
+    case "menu": case "ol": case "ul": return "list";
+    case "meter": return "meter";
+    case "nav": return "navigation";
+    case "option": return "option";
+    case "output": return "status";
+    case "p": return "paragraph";
+    case "progress": return "progressbar";
+    case "search": return "search";
+    case "section": return (el.hasAttribute("aria-label") || el.hasAttribute("aria-labelledby") || el.hasAttribute("title")) ? "region" : "generic";
+    case "select": return (el.multiple || el.size > 1) ? "listbox" : "combobox";
+    case "strong": return "strong";
+    case "sub": return "subscript";
+    case "sup": return "superscript";
+    case "summary": return "button";
+    case "svg": return "img";
+    case "table": return "table";
+    case "tbody": case "thead": case "tfoot": return "rowgroup";
+    case "td": return "cell";
+    case "th": return (el.getAttribute("scope") || "").toLowerCase() === "row" ? "rowheader" : "columnheader";
+    case "textarea": return "textbox";
+    case "time": return "time";
+    case "tr": return "row";
+    default:
+      if (isEditingHost(el)) return "textbox";
+      return null;
+  }
+}
+const roleCache = new Map();
+function roleOf(el) {
+  let r = roleCache.get(el);
+  if (r !== undefined) return r;
+  r = null;
+  const attr = el.getAttribute && el.getAttribute("role");
+  if (attr) {
+    for (const tok of attr.trim().toLowerCase().split(ASCII_WS)) {
+      if (!VALID_ROLES.has(tok)) continue;
+      if ((tok === "none" || tok === "presentation") && (isFocusable(el) || GLOBAL_ARIA.some((a) => el.hasAttribute(a)))) {
+        continue; // presentational-role conflict resolution: the implicit role wins
+      }
+      r = tok === "image" ? "img" : tok;
+      break;
+    }
+  }
+  if (r === null) r = implicitRole(el);
+  if (r === null && isEditingHost(el)) r = "textbox";
+  roleCache.set(el, r);
+  return r;
+}
+
+// ---------------------------------------------------------------- accessible names (accname 1.2 + html-aam)
+const NAME_PROHIBITED = new Set(["caption", "code", "definition", "deletion", "emphasis", "generic", "insertion",
+  "mark", "paragraph", "presentation", "none", "strong", "subscript", "suggestion", "superscript", "term", "time"]);
+const NAME_FROM_CONTENT = new Set(["button", "cell", "checkbox", "columnheader", "gridcell", "heading", "link",
+  "menuitem", "menuitemcheckbox", "menuitemradio", "option", "radio", "row", "rowheader", "switch", "tab",
+  "tooltip", "treeitem"]);
+const NAME_FROM_CONTENT_IN_DESCENDANT = new Set(["", "caption", "code", "contentinfo", "definition", "deletion",
+  "emphasis", "insertion", "list", "listitem", "mark", "none", "paragraph", "presentation", "region", "row",
+  "rowgroup", "section", "strong", "subscript", "superscript", "table", "term", "time", "generic", "group",
+  "blockquote", "figure", "note", "article", "img"]);
+
+function rootOf(el) {
+  return el.getRootNode ? el.getRootNode() : el.ownerDocument;
+}
+function idRefs(el, attr) {
+  const value = el.getAttribute(attr);
+  if (!value) return [];
+  const root = rootOf(el);
+  const out = [];
+  for (const id of value.split(ASCII_WS)) {
+    if (!id) continue;
+    const found = root && root.getElementById ? root.getElementById(id) : null;
+    if (found && !out.includes(found)) out.push(found);
+  }
+  return out;
+}
+function cssString(body) {
+  // Decode the escapes of a CSS string's body.
+  return body.replace(/\\([0-9a-fA-F]{1,6})[ \t\n]?|\\([\s\S])/g, (_m, hex, ch) => {
+    if (hex) {
+      const cp = parseInt(hex, 16);
+      return cp > 0 && cp <= 0x10ffff ? String.fromCodePoint(cp) : "\uFFFD";
+    }
+    return ch === "\n" ? "" : ch;
+  });
+}
+function parseContent(value, el) {
+  // The computed `content` of a pseudo-element: strings, attr(), and `/ "alt"` alternative text.
+  const tokens = [];
+  const re = /"((?:[^"\\]|\\[\s\S])*)"|'((?:[^'\\]|\\[\s\S])*)'|attr\(\s*([^\s)]+)\s*\)|(\/)|[^\s"']+/g;
+  let m;
+  let alt = null;
+  while ((m = re.exec(value))) {
+    if (m[4]) { alt = []; continue; }
+    let piece = null;
+    if (m[1] !== undefined) piece = cssString(m[1]);
+    else if (m[2] !== undefined) piece = cssString(m[2]);
+    else if (m[3] !== undefined) piece = el.getAttribute(m[3]) || "";
+    if (piece === null) continue;
+    (alt || tokens).push(piece);
+  }
+  return (alt !== null ? alt : tokens).join("");
+}
+function pseudoText(el, which) {
+  const st = styleOf(el, which);
+  if (!st) return "";
+  const c = st.content;
+  if (!c || c === "none" || c === "normal" || st.display === "none") return "";
+  if (st.visibility !== "visible") return "";
+  let text = parseContent(c, el);
+  if (text && st.display !== "inline") text = " " + text + " ";
+  return text;
+}
+function labelsOf(el) {
+  try {
+    return el.labels ? Array.from(el.labels) : [];
+  } catch (e) {
+    return [];
+  }
+}
+function firstChildTag(el, tag) {
+  for (let c = el.firstElementChild; c; c = c.nextElementSibling) if (tagOf(c) === tag) return c;
+  return null;
+}
+
+// Text alternative of `el` (accname "compute the text alternative of the current node").
+// o = {visited:Set, self:bool (root), desc:bool (descendant of root), lb:bool (in aria-labelledby
+// traversal), lbl:bool (in a <label>/native text alternative), hiddenRef:bool (traversal root hidden)}
+function textAlt(el, o) {
+  if (o.visited.has(el)) return "";
+  const role = roleOf(el) || "";
+  const tag = tagOf(el);
+  const child = { visited: o.visited, desc: true, lb: o.lb, lbl: o.lbl, hiddenRef: o.hiddenRef };
+  if (NOT_RENDERED_TAGS.has(tag)) return "";
+  // A slot has no accessibility node of its own: only its (assigned or default) content counts.
+  if (tag === "slot") {
+    o.visited.add(el);
+    return accumulate(el, o);
+  }
+  // 2A hidden, not referenced
+  if (!o.hiddenRef && isHiddenForAria(el)) {
+    o.visited.add(el);
+    return "";
+  }
+  // 2B aria-labelledby
+  const lbRefs = idRefs(el, "aria-labelledby");
+  if (!o.lb && lbRefs.length) {
+    const name = lbRefs.map((r) => textAlt(r, { visited: o.visited, lb: true, hiddenRef: isHiddenForAria(r) })).join(" ");
+    if (flat(name)) {
+      o.visited.add(el);
+      return name;
+    }
+  }
+  // 2C embedded control (value-free: native form controls and editable content contribute nothing)
+  if (!o.self && (o.lb || o.lbl || o.desc) && !lbRefs.includes(el)) {
+    if (role === "textbox" || role === "searchbox" || isEditable(el)) {
+      o.visited.add(el);
+      return "";
+    }
+    if (role === "combobox" || role === "listbox") {
+      o.visited.add(el);
+      if (tag === "select" || tag === "input" || tag === "textarea") return "";
+      const listbox = role === "listbox" ? el : ownedOrDescendant(el, (e) => roleOf(e) === "listbox");
+      if (listbox) {
+        const picked = [];
+        collectOwned(listbox, (e) => roleOf(e) === "option" && (e.getAttribute("aria-selected") || "") === "true", picked);
+        return picked.map((e) => textAlt(e, child)).join(" ");
+      }
+      return accumulate(el, child);
+    }
+    if (["progressbar", "scrollbar", "slider", "spinbutton", "meter"].includes(role)) {
+      o.visited.add(el);
+      if (el.hasAttribute("aria-valuetext")) return el.getAttribute("aria-valuetext") || "";
+      if (el.hasAttribute("aria-valuenow")) return el.getAttribute("aria-valuenow") || "";
+      if (tag === "input") return ""; // native range/number: the user's value is never read
+      return el.getAttribute("value") || "";
+    }
+    if (role === "menu") {
+      o.visited.add(el);
+      return "";
+    }
+  }
+  // 2D aria-label
+  const ariaLabel = el.getAttribute("aria-label") || "";
+  if (flat(ariaLabel)) {
+    o.visited.add(el);
+    return ariaLabel;
+  }
+  // 2E host language
+  if (role !== "presentation" && role !== "none") {
+    const hl = hostLanguageName(el, tag, lbRefs.length > 0, o, child);
+    if (hl !== null) return hl;
+  }
+  // 2F/2G name from content
+  if (NAME_FROM_CONTENT.has(role) || (o.desc && NAME_FROM_CONTENT_IN_DESCENDANT.has(role)) || tag === "summary" ||
+      o.lb || o.lbl) {
+    o.visited.add(el);
+    const text = accumulate(el, child);
+    if (o.self ? flat(text) : text) return text;
+  }
+  // 2I tooltip
+  o.visited.add(el);
+  if (role !== "presentation" && role !== "none" || tag === "iframe") {
+    const title = el.getAttribute("title") || "";
+    if (flat(title)) return title;
+  }
+  return "";
+}
+function fromLabels(labels, o) {
+  return labels.map((l) => textAlt(l, { visited: o.visited, lbl: true, hiddenRef: isHiddenForAria(l) }))
+    .filter((s) => !!s).join(" ");
+}
+// HTML-AAM specific rules; returns null to continue with name from content.
+function hostLanguageName(el, tag, hasLabelledBy, o, child) {
+  if (!isHTML(el)) {
+    if (tag === "svg" || el.ownerSVGElement) {
+      const t = firstChildTag(el, "title");
+      if (t) {
+        o.visited.add(el);
+        return textAlt(t, { visited: o.visited, lb: true, hiddenRef: true });
+      }
+      if (tag === "a") {
+        const title = el.getAttribute("xlink:title") || "";
+        if (flat(title)) { o.visited.add(el); return title; }
+      }
+    }
+    return null;
+  }
+  if (tag === "input") {
+    const type = inputType(el);
+    o.visited.add(el);
+    if (type === "button" || type === "submit" || type === "reset") {
+      // A button's value is its visible caption, not user data.
+      const v = el.getAttribute("value") || "";
+      if (flat(v)) return v;
+      if (type === "submit") return "Submit";
+      if (type === "reset") return "Reset";
+      return el.getAttribute("title") || "";
+    }
+    if (type === "image") {
+      const labels = labelsOf(el);
+      if (labels.length && !o.lb) return fromLabels(labels, o);
+      const alt = el.getAttribute("alt") || "";
+      if (flat(alt)) return alt;
+      const title = el.getAttribute("title") || "";
+      if (flat(title)) return title;
+      return "Submit";
+    }
+  }
+  if (!hasLabelledBy && (tag === "button" || tag === "meter" || tag === "progress")) {
+    const labels = labelsOf(el);
+    if (labels.length) { o.visited.add(el); return fromLabels(labels, o); }
+    return null;
+  }
+  if (!hasLabelledBy && tag === "output") {
+    o.visited.add(el);
+    const labels = labelsOf(el);
+    if (labels.length) return fromLabels(labels, o);
+    return el.getAttribute("title") || "";
+  }
+  if (!hasLabelledBy && (tag === "input" || tag === "textarea" || tag === "select")) {
+    o.visited.add(el);
+    const labels = labelsOf(el);
+    if (labels.length) return fromLabels(labels, o);
+    const type = tag === "input" ? inputType(el) : "";
+    const placeholderOk = tag === "textarea" || (tag === "input" && TEXT_INPUT_TYPES.has(type));
+    const title = el.getAttribute("title") || "";
+    if (flat(title) || !placeholderOk) return title;
+    return el.getAttribute("placeholder") || "";
+  }
+  if (!hasLabelledBy && (tag === "fieldset" || tag === "figure")) {
+    o.visited.add(el);
+    const cap = firstChildTag(el, tag === "fieldset" ? "legend" : "figcaption");
+    if (cap) {
+      const n = textAlt(cap, { visited: o.visited, desc: true, lbl: true, hiddenRef: isHiddenForAria(cap) });
+      if (flat(n)) return n;
+    }
+    return el.getAttribute("title") || "";
+  }
+  if (tag === "img" || tag === "area") {
+    o.visited.add(el);
+    const alt = el.getAttribute("alt") || "";
+    if (flat(alt)) return alt;
+    return el.getAttribute("title") || "";
+  }
+  if (tag === "table") {
+    const cap = firstChildTag(el, "caption");
+    if (cap) {
+      o.visited.add(el);
+      const n = textAlt(cap, { visited: o.visited, desc: true, lbl: true, hiddenRef: isHiddenForAria(cap) });
+      if (flat(n)) return n;
+    }
+    const summary = el.getAttribute("summary") || "";
+    if (flat(summary)) { o.visited.add(el); return summary; }
+    return null;
+  }
+  if (tag === "optgroup") {
+    const l = el.getAttribute("label") || "";
+    if (flat(l)) { o.visited.add(el); return l; }
+  }
+  if (tag === "iframe" || tag === "frame") {
+    return null; // falls through to title
+  }
+  return null;
+}
+function collectOwned(el, pred, out) {
+  const kids = [];
+  for (let c = el.firstElementChild; c; c = c.nextElementSibling) kids.push(c);
+  for (const c of idRefs(el, "aria-owns")) kids.push(c);
+  for (const c of kids) {
+    if (pred(c)) out.push(c);
+    collectOwned(c, pred, out);
+  }
+  return out;
+}
+function ownedOrDescendant(el, pred) {
+  const found = collectOwned(el, pred, []);
+  return found.length ? found[0] : null;
+}
+function isInline(el) {
+  const st = styleOf(el);
+  const d = st ? st.display : "inline";
+  return d === "inline" && tagOf(el) !== "br";
+}
+function accumulate(el, o) {
+  const parts = [pseudoText(el, "::before")];
+  const visit = (n) => {
+    if (n.nodeType === 3) {
+      const p = n.parentElement;
+      if (p && (textSecured(p) || isEditable(p))) return; // editable content and password-like text
+      parts.push(n.data);
+    } else if (n.nodeType === 1) {
+      const t = textAlt(n, o);
+      parts.push(isInline(n) ? t : " " + t + " ");
+    }
+  };
+  const assigned = tagOf(el) === "slot" && el.assignedNodes ? el.assignedNodes() : [];
+  if (assigned.length) {
+    for (const n of assigned) visit(n);
+  } else {
+    if (el.shadowRoot) {
+      for (let n = el.shadowRoot.firstChild; n; n = n.nextSibling) visit(n);
+    } else {
+      for (let n = el.firstChild; n; n = n.nextSibling) if (!n.assignedSlot) visit(n);
+    }
+    for (const n of idRefs(el, "aria-owns")) visit(n);
+  }
+  parts.push(pseudoText(el, "::after"));
+  return parts.join("");
+}
+
+const nameCache = new Map();
+// The accessible name of `el`, flattened (ASCII whitespace collapsed, trimmed), not yet bounded.
+function accessibleName(el) {
+  let name = nameCache.get(el);
+  if (name !== undefined) return name;
+  const role = roleOf(el) || "";
+  if (NAME_PROHIBITED.has(role) && !(tagOf(el) === "img")) name = "";
+  else name = flat(textAlt(el, { visited: new Set(), self: true })).trim(); // also outer U+00A0 (html-aam)
+  nameCache.set(el, name);
+  return name;
+}
+
+// ---------------------------------------------------------------- the walk
+const INTERACTIVE_ROLES = new Set(["button", "link", "checkbox", "radio", "switch", "textbox", "searchbox",
+  "combobox", "listbox", "option", "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "slider",
+  "spinbutton", "treeitem", "scrollbar", "gridcell"]);
+const VALID_SHADOW_HOSTS = new Set(["article", "aside", "blockquote", "body", "div", "footer", "h1", "h2", "h3",
+  "h4", "h5", "h6", "header", "main", "nav", "p", "section", "span"]);
+const LAYOUT_CONTAINERS = new Set(["article", "aside", "body", "div", "footer", "header", "main", "nav", "section"]);
+
+function isInteractive(el, tag, role) {
+  if (tag === "a" || tag === "area") return el.hasAttribute("href") || INTERACTIVE_ROLES.has(role);
+  if (tag === "button" || tag === "select" || tag === "textarea") return true;
+  if (tag === "input") return inputType(el) !== "hidden";
+  if (tag === "summary") return true;
+  if ((tag === "audio" || tag === "video") && el.hasAttribute("controls")) return true;
+  if (INTERACTIVE_ROLES.has(role)) return true;
+  if (isEditingHost(el)) return true;
+  const ti = el.getAttribute("tabindex");
+  if (ti !== null && ti.trim() !== "" && Number(ti) >= 0) return true;
+  return el.hasAttribute("onclick");
+}
+function isNotable(el, tag, role) {
+  return role === "heading" || (role === "img" && tag === "img");
+}
+// Heuristic for a closed shadow root (unreadable from any script): a possible host with no open root whose
+// rendered box holds content its light DOM does not explain.
+function closedShadowSuspect(el, tag, st) {
+  if (el.shadowRoot || !isHTML(el)) return false;
+  const custom = tag.includes("-");
+  if (!custom && !VALID_SHADOW_HOSTS.has(tag)) return false;
+  if (!custom && LAYOUT_CONTAINERS.has(tag)) return false;
+  const box = el.getBoundingClientRect();
+  const px = (v) => parseFloat(v) || 0;
+  const innerW = box.width - px(st.paddingLeft) - px(st.paddingRight) - px(st.borderLeftWidth) - px(st.borderRightWidth);
+  const innerH = box.height - px(st.paddingTop) - px(st.paddingBottom) - px(st.borderTopWidth) - px(st.borderBottomWidth);
+  if (innerW < 1 || innerH < 1) return false;
+  let hasContent = false;
+  for (let n = el.firstChild; n; n = n.nextSibling) {
+    if (n.nodeType === 1 || (n.nodeType === 3 && n.data.trim())) { hasContent = true; break; }
+  }
+  if (!hasContent) return custom || !LAYOUT_CONTAINERS.has(tag);
+  if (!custom) return false;
+  const range = el.ownerDocument.createRange();
+  range.selectNodeContents(el);
+  const light = range.getBoundingClientRect();
+  const inline = st.display.startsWith("inline");
+  return light.height + 1 < innerH || (inline && light.width + 1 < innerW);
+}
+
+// Walk the flat tree (open shadow roots, slots, same-origin frames) in document order.
+// Calls cb.text(str, pre) for visible text, cb.block() at block boundaries, cb.element(el, info) for
+// every rendered, visible element outside value contexts (info = {tag, role, interactive, notable,
+// unreadable}). Returns true when the walk was cut (depth bound).
+function walkDocument(doc, cb) {
+  let cut = false;
+  const visitChildren = (parent, depth, ctx) => {
+    let kids;
+    if (parent.shadowRoot) kids = parent.shadowRoot.childNodes;
+    else if (tagOf(parent) === "slot" && parent.assignedNodes && parent.assignedNodes().length) kids = parent.assignedNodes();
+    else kids = parent.childNodes;
+    for (let i = 0; i < kids.length; i++) visit(kids[i], depth + 1, ctx);
+  };
+  const visit = (n, depth, ctx) => {
+    if (depth > DEPTH_MAX) { cut = true; return; }
+    if (n.nodeType === 3) {
+      if (!ctx.text) return;
+      const p = n.parentElement || flatParent(n);
+      const st = p ? styleOf(p) : null;
+      if (!st || st.visibility !== "visible") return;
+      cb.text(n.data, /^pre|^break-spaces/.test(st.whiteSpace || st.whiteSpaceCollapse || "") ||
+        st.whiteSpaceCollapse === "preserve");
+      return;
+    }
+    if (n.nodeType !== 1) return;
+    const el = n;
+    const tag = tagOf(el);
+    if (NOT_RENDERED_TAGS.has(tag)) return;
+    const st = styleOf(el);
+    if (!st || st.display === "none") return;
+    if (!isRendered(el)) return;
+    if (tag === "br") { if (ctx.text) cb.newline(); return; }
+    const block = st.display !== "contents" && !st.display.startsWith("inline");
+    const visible = st.visibility === "visible";
+    const role = roleOf(el) || "";
+    let unreadable = null;
+    let frameDoc = null;
+    if (tag === "iframe" || tag === "frame") {
+      try {
+        frameDoc = el.contentDocument;
+      } catch (e) {
+        frameDoc = null;
+      }
+      if (!frameDoc || !frameDoc.documentElement) unreadable = frameDoc ? null : "cross-origin-frame";
+    } else if (ctx.elements && !el.shadowRoot && closedShadowSuspect(el, tag, st)) {
+      unreadable = "closed-shadow-root";
+    }
+    if (ctx.elements && visible) {
+      const interactive = isInteractive(el, tag, role);
+      const notable = !interactive && isNotable(el, tag, role);
+      if (interactive || notable || unreadable) cb.element(el, { tag, role, interactive: interactive || !!unreadable, notable, unreadable });
+    }
+    // Value contexts: never descend for text or elements.
+    if (tag === "textarea" || tag === "select" || tag === "input" || tag === "option" || tag === "optgroup" ||
+        tag === "datalist" || tag === "object" || tag === "embed" || tag === "canvas") return;
+    let inner = ctx;
+    if (isEditable(el) || textSecured(el)) inner = { text: false, elements: false };
+    if (block && inner.text) cb.block();
+    if (frameDoc && frameDoc.documentElement) {
+      visit(frameDoc.documentElement, depth + 1, inner);
+    } else {
+      visitChildren(el, depth, inner);
+    }
+    if (block && inner.text) cb.block();
+  };
+  if (doc.documentElement) visit(doc.documentElement, 0, { text: true, elements: true });
+  return cut;
+}
+
+// Text accumulator: collapses white space like rendering does, bounded by maxChars UTF-16 units.
+function makeTextSink(maxChars) {
+  const out = [];
+  let len = 0;
+  let pend = 0; // 0 nothing, 1 space, 2 newline
+  let started = false;
+  let cut = false;
+  const push = (s) => {
+    if (cut) return;
+    if (started && pend) {
+      const sep = pend === 2 ? "\n" : " ";
+      out.push(sep);
+      len += 1;
+    }
+    pend = 0;
+    started = true;
+    out.push(s);
+    len += s.length;
+    if (len > maxChars) cut = true;
+  };
+  return {
+    text(data, pre) {
+      if (cut) return;
+      data = wellFormed(data);
+      const lines = pre ? data.split(/\r\n|\r|\n/) : [data];
+      lines.forEach((line, i) => {
+        if (i > 0) pend = 2;
+        const lead = /^[\t\n\f\r ]/.test(line);
+        const core = line.replace(ASCII_WS, " ").trim();
+        if (lead && pend < 1) pend = 1;
+        if (core) push(core);
+        if (/[\t\n\f\r ]$/.test(line) && pend < 1) pend = 1;
+      });
+    },
+    block() { if (pend < 2) pend = 2; },
+    newline() { if (pend < 2) pend = 2; },
+    full() { return cut; },
+    result() {
+      const r = cutUnits(out.join(""), maxChars);
+      return { text: r.text, cut: r.cut || cut };
+    },
+  };
+}
+
+// The shared reader: walks the document, bounds text and elements, puts interactive elements first
+// when the bound bites. Returns {url,title,text,truncated,picked:[{el,tag,role,unreadable}]}.
+function readDocument(maxChars, maxElements) {
+  const doc = document;
+  let truncated = false;
+  const sink = makeTextSink(maxChars);
+  const interactive = [];
+  const other = [];
+  let order = 0;
+  const cut = walkDocument(doc, {
+    text: (d, pre) => sink.text(d, pre),
+    block: () => sink.block(),
+    newline: () => sink.newline(),
+    element: (el, info) => {
+      info.el = el;
+      info.order = order++;
+      if (info.interactive) interactive.push(info);
+      else if (other.length <= maxElements) other.push(info);
+      else truncated = true;
+    },
+  });
+  if (cut) truncated = true;
+  const t = sink.result();
+  if (t.cut) truncated = true;
+  let picked = interactive.slice(0, maxElements);
+  if (interactive.length > maxElements) truncated = true;
+  const room = maxElements - picked.length;
+  if (other.length > room) truncated = true;
+  picked = picked.concat(other.slice(0, Math.max(0, room)));
+  picked.sort((a, b) => a.order - b.order);
+  const url = cutUnits(wellFormed(String(doc.location ? doc.location.href : doc.URL)), URL_MAX);
+  const title = cutUnits(wellFormed(flat(doc.title || "")), TITLE_MAX);
+  if (url.cut || title.cut) truncated = true;
+  return { url: url.text, title: title.text, text: t.text, truncated, picked };
+}
+
+// Project one picked element to its public fields {tag, role, label, …}; reports label cuts.
+function describe(info, flags) {
+  const el = info.el;
+  const out = { tag: info.tag, role: info.role || "", label: "" };
+  const cutName = cutUnits(wellFormed(accessibleName(el)), LABEL_MAX);
+  if (cutName.cut) flags.truncated = true;
+  out.label = cutName.text;
+  if (!out.label && info.interactive && NAME_PROHIBITED.has(out.role)) {
+    // A clickable generic element has no accessible name; give its visible text instead.
+    const visited = new Set();
+    const text = cutUnits(wellFormed(flat(accumulate(el, { visited, desc: true }))), LABEL_MAX);
+    if (text.cut) flags.truncated = true;
+    if (text.text) out.text = text.text;
+  }
+  if (info.tag === "input") out.type = inputType(el) || "text";
+  if (info.role === "heading") {
+    const m = /^h([1-6])$/.exec(info.tag);
+    const level = m ? Number(m[1]) : Number(el.getAttribute("aria-level")) || 2;
+    out.level = level;
+  }
+  if (el.disabled === true || (el.getAttribute("aria-disabled") || "") === "true") out.disabled = true;
+  if (info.unreadable) out.unreadable = info.unreadable;
+  if (el.ownerDocument !== document) out.frame = true;
+  if (rootOf(el).nodeType === 11) out.shadow = true;
+  return out;
+}

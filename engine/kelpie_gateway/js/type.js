@@ -1,0 +1,65 @@
+// Kelpie captured-node action: `tab.type` (contract §9). Appends P.text to a text input or textarea
+// through the native value setter plus `input` and `change` events, or appends a text node to
+// contenteditable content. Answers {typed:<code points appended>} or {error, mayHaveCompleted}.
+// Refusals before focus are mayHaveCompleted:false; after focus (page handlers ran) they are true.
+
+// "field" (text input, textarea), "editable" (contenteditable) or a refusal reason string.
+function typability(el) {
+  const tag = tagOf(el);
+  if (tag === "input" || tag === "textarea") {
+    if (tag === "input" && !TEXT_INPUT_TYPES.has(inputType(el))) return "input type \"" + inputType(el) + "\" is not typable";
+    if (el.disabled) return "the field is disabled";
+    if (el.readOnly) return "the field is read-only";
+    return "field";
+  }
+  if (isEditable(el)) return "editable";
+  return "the element is not a text field or editable content";
+}
+
+async function main(P) {
+  const el = lookup(P.handle);
+  if (!el) return fail("NODE_REPLACED", "the element was replaced or removed since the snapshot; take a new snapshot", false);
+  const kind = typability(el);
+  if (kind !== "field" && kind !== "editable") return fail("NOT_TYPABLE", kind, false);
+  STATE.effect = true;
+  if (typeof el.focus === "function") el.focus();
+  // Focus handlers may have removed, replaced, disabled or retyped the element.
+  if (!isLive(el)) return fail("NODE_REPLACED", "the element was removed while it was being focused; observe before acting", true);
+  const again = typability(el);
+  if (again !== kind) {
+    return fail("NOT_TYPABLE", (again === "field" || again === "editable" ? "the element changed kind" : again) +
+      " after focus; observe before acting", true);
+  }
+  const doc = el.ownerDocument;
+  const view = doc.defaultView;
+  const text = String(P.text);
+  let typed;
+  if (kind === "field") {
+    const proto = tagOf(el) === "input" ? view.HTMLInputElement.prototype : view.HTMLTextAreaElement.prototype;
+    const desc = Object.getOwnPropertyDescriptor(proto, "value");
+    const before = desc.get.call(el);
+    desc.set.call(el, before + text);
+    const after = desc.get.call(el);
+    typed = after.startsWith(before) ? codePoints(after.slice(before.length)) : codePoints(text);
+    el.dispatchEvent(new view.InputEvent("input", { bubbles: true, composed: true, inputType: "insertText", data: text }));
+    el.dispatchEvent(new view.Event("change", { bubbles: true }));
+  } else {
+    const node = doc.createTextNode(text);
+    el.appendChild(node);
+    try {
+      const sel = view.getSelection();
+      if (sel) {
+        const range = doc.createRange();
+        range.setStartAfter(node);
+        range.collapse(true);
+        sel.removeAllRanges();
+        sel.addRange(range);
+      }
+    } catch (e) {
+      // caret placement is cosmetic
+    }
+    typed = codePoints(text);
+    el.dispatchEvent(new view.InputEvent("input", { bubbles: true, composed: true, inputType: "insertText", data: text }));
+  }
+  return { typed };
+}

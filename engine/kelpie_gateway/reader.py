@@ -1,0 +1,242 @@
+"""Fixed reader and captured-node action scripts (contract §8-§9).
+
+The JavaScript lives as committed sources in ``kelpie_gateway/js/``. A *bundle* is one JavaScript
+function expression, ``(async function kelpieReader(P) { … })``, assembled from ``prelude.js``,
+``core.js`` and one entry file. ``tools/gen_reader.py`` (build step ``tools/build.d/20-reader.sh``) writes
+the bundles to ``build/generated/js/`` with a digest of their sources; at run time this module uses a
+built bundle whose digest matches the committed sources and otherwise assembles the very same bundle in
+memory with the same function (:func:`assemble_bundle`), so the two can never differ.
+
+A *script* is ``<bundle>(<parameters as a JSON literal>)``: a JavaScript expression that the host
+evaluates in the isolated world ``KelpieBrowserControl`` of the tab's main frame (``Runtime.evaluate``
+with ``returnByValue`` and ``awaitPromise``). Parameters are only ever injected as one JSON literal
+that is pure ASCII with ``<``, ``>`` and ``&`` escaped, so no page or client text (quotes,
+``</script>``, U+2028, astral characters, lone surrogates) can change the script's meaning.
+
+The functions raise :class:`ValueError` for arguments the engine should never pass (a malformed key or
+handle, out-of-range bounds); they never touch I/O.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "BUNDLES",
+    "MAX_CHARS_LIMIT",
+    "MAX_ELEMENTS_LIMIT",
+    "WORLD_NAME",
+    "assemble_bundle",
+    "bundle",
+    "click_script",
+    "collect_browser_selector_snapshot_expression",
+    "snapshot_script",
+    "sources_digest",
+    "type_script",
+    "write_bundles",
+]
+
+WORLD_NAME: Final = "KelpieBrowserControl"
+MAX_CHARS_LIMIT: Final = 12000
+MAX_ELEMENTS_LIMIT: Final = 200
+MAX_TEXT_CODE_POINTS: Final = 200000
+
+JS_DIR: Final = Path(__file__).resolve().parent / "js"
+BUILD_DIR: Final = Path(__file__).resolve().parents[2] / "build" / "generated" / "js"
+COMMON_SOURCES: Final = ("prelude.js", "core.js")
+#: bundle name -> entry source file. "names" is test-only (accessible name of CSS-selected elements).
+BUNDLES: Final[Mapping[str, str]] = {
+    "snapshot": "snapshot.js",
+    "click": "click.js",
+    "type": "type.js",
+    "selector-snapshot": "selector_snapshot.js",
+    "names": "names.js",
+}
+DIGEST_MARK: Final = "// kelpie-reader-sources-sha256: "
+
+_KEY_RE: Final = re.compile(r"[0-9a-f]{32}")
+_HANDLE_RE: Final = re.compile(r"[0-9a-f]{16}-[0-9a-z]{1,13}")
+
+
+def _source_text(name: str) -> str:
+    return (JS_DIR / name).read_text(encoding="utf-8")
+
+
+def sources_digest() -> str:
+    """SHA-256 (hex) over every committed JS source, in a fixed order; names a bundle generation."""
+    h = hashlib.sha256()
+    for name in (*COMMON_SOURCES, *sorted(set(BUNDLES.values()))):
+        h.update(name.encode())
+        h.update(b"\0")
+        h.update(_source_text(name).encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def assemble_bundle(name: str) -> str:
+    """Assemble bundle `name` (a key of :data:`BUNDLES`) from the committed sources.
+
+    Returns the text of one JavaScript function expression ``(async function kelpieReader(P) {…})``
+    whose value is the entry's answer; every exception inside is turned into a RENDERER_FAILED value.
+    Raises KeyError for an unknown bundle name.
+    """
+    entry = BUNDLES[name]
+    parts = [f"// Kelpie fixed reader bundle {name!r}: generated from kelpie_gateway/js, never edited."]
+    parts.append('(async function kelpieReader(P) {\n"use strict";')
+    for source in (*COMMON_SOURCES, entry):
+        parts.append(f"// ---- {source}\n{_source_text(source)}")
+    parts.append("return await guard(main);\n})")
+    return "\n".join(parts)
+
+
+def _built_path(name: str) -> Path:
+    return BUILD_DIR / f"{name}.js"
+
+
+def write_bundles(out_dir: Path | None = None) -> list[Path]:
+    """Write every bundle to `out_dir` (default build/generated/js), each headed by the sources digest.
+
+    Idempotent: files whose content is already current are left untouched. Returns the paths written
+    or kept.
+    """
+    target = out_dir or BUILD_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    digest = sources_digest()
+    written = []
+    for name in BUNDLES:
+        path = target / f"{name}.js"
+        text = f"{DIGEST_MARK}{digest}\n{assemble_bundle(name)}\n"
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+@functools.cache
+def bundle(name: str) -> str:
+    """The bundle `name`: the built file when it matches the committed sources, else assembled in memory."""
+    path = _built_path(name)
+    try:
+        built = path.read_text(encoding="utf-8")
+    except OSError:
+        built = ""
+    first, _, rest = built.partition("\n")
+    if first == DIGEST_MARK + sources_digest():
+        return rest.rstrip("\n")
+    return assemble_bundle(name)
+
+
+def js_literal(value: Any) -> str:
+    """`value` as a JSON literal that is also a safe JavaScript expression in any embedding.
+
+    Pure ASCII (every non-ASCII code unit, U+2028/U+2029 and lone surrogates are ``\\uXXXX``), with
+    ``<``, ``>`` and ``&`` escaped so the text can never close a ``<script>`` element or an HTML comment.
+    """
+    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _script(name: str, params: Mapping[str, Any]) -> str:
+    return f"{bundle(name)}({js_literal(dict(params))})"
+
+
+def _check_key(key: str) -> None:
+    if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
+        raise ValueError("key must be 32 lowercase hexadecimal characters")
+
+
+def _check_handle(handle: str) -> None:
+    if not isinstance(handle, str) or not _HANDLE_RE.fullmatch(handle):
+        raise ValueError("handle is not a reader handle")
+
+
+def _check_bound(name: str, value: Any, limit: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        raise ValueError(f"{name} must be an integer in 1..{limit}")
+    return value
+
+
+def snapshot_script(key: str, *, max_chars: int, max_elements: int) -> str:
+    """Script for ``tab.snapshot`` (contract §8-§9).
+
+    `key`: the per-gateway key (32 lowercase hex). `max_chars`: 1..12000 UTF-16 code units of `text`;
+    `max_elements`: 1..200 elements. The script's value is
+    ``{url, title, text, truncated, elements:[{handle, tag, role, label, …}]}`` where the optional
+    extra fields are ``type`` (inputs), ``level`` (headings), ``disabled``, ``unreadable``
+    (``"closed-shadow-root"`` | ``"cross-origin-frame"``), ``frame``/``shadow`` (true when the element
+    is inside a same-origin frame / an open shadow tree) and ``text`` (visible text of a clickable
+    element that has no accessible name). It never contains form values, editable content or
+    password-like text. On an internal failure the value is
+    ``{error:{code:"RENDERER_FAILED", message}, mayHaveCompleted:false}``.
+    Raises ValueError for a malformed key or out-of-range bounds.
+    """
+    _check_key(key)
+    params = {
+        "key": key,
+        "maxChars": _check_bound("max_chars", max_chars, MAX_CHARS_LIMIT),
+        "maxElements": _check_bound("max_elements", max_elements, MAX_ELEMENTS_LIMIT),
+    }
+    return _script("snapshot", params)
+
+
+def click_script(key: str, handle: str) -> str:
+    """Script for ``tab.click`` on the node captured as `handle` (contract §9).
+
+    Value: ``{clicked:true}``, or ``{error:{code:"NODE_REPLACED", …}, mayHaveCompleted:false}`` when the
+    handle's node is gone (replaced, disconnected, registry cleared by navigation/history), or
+    ``{error:{code:"RENDERER_FAILED", …}, mayHaveCompleted:true}`` if activation itself failed.
+    Raises ValueError for a malformed key or handle.
+    """
+    _check_key(key)
+    _check_handle(handle)
+    return _script("click", {"key": key, "handle": handle})
+
+
+def type_script(key: str, handle: str, text: str) -> str:
+    """Script for ``tab.type``: append `text` (1..200000 code points) to the captured node (contract §9).
+
+    Value: ``{typed: <code points appended>}``; ``NOT_TYPABLE`` (number, file, date-like, checkbox,
+    radio and other non-text inputs, disabled/read-only fields, non-editable elements) with
+    ``mayHaveCompleted:false`` before focus, and ``NOT_TYPABLE``/``NODE_REPLACED`` with
+    ``mayHaveCompleted:true`` when focus handlers changed or removed the field; ``NODE_REPLACED``
+    with ``mayHaveCompleted:false`` for a gone node. Raises ValueError for a malformed key, handle or
+    text.
+    """
+    _check_key(key)
+    _check_handle(handle)
+    if not isinstance(text, str) or not 1 <= len(text) <= MAX_TEXT_CODE_POINTS:
+        raise ValueError(f"text must be a string of 1..{MAX_TEXT_CODE_POINTS} code points")
+    return _script("type", {"key": key, "handle": handle, "text": text})
+
+
+def collect_browser_selector_snapshot_expression(options: Mapping[str, Any] | None = None) -> str:
+    """Selector snapshot expression (contract §9): the reader without a registry.
+
+    `options`: optional ``maxChars`` (1..12000, default 12000) and ``maxElements`` (1..200, default 200).
+    Value: ``{url, title, text, truncated, elements:[{selector, tag, role, label}]}``; each `selector`
+    matches exactly its element in the main document, or is null (element inside a frame or shadow
+    tree, no verified selector, or longer than 2,000 characters). Raises ValueError for unknown
+    options or out-of-range values.
+    """
+    opts = dict(options or {})
+    unknown = set(opts) - {"maxChars", "maxElements"}
+    if unknown:
+        raise ValueError(f"unknown selector snapshot options: {sorted(unknown)}")
+    params = {
+        "maxChars": _check_bound("maxChars", opts.get("maxChars", MAX_CHARS_LIMIT), MAX_CHARS_LIMIT),
+        "maxElements": _check_bound(
+            "maxElements", opts.get("maxElements", MAX_ELEMENTS_LIMIT), MAX_ELEMENTS_LIMIT
+        ),
+    }
+    return _script("selector-snapshot", params)
+
+
+def accessible_names_script(selectors: list[str]) -> str:
+    """Test-only: an expression whose value lists the reader's `label` naming of each selector's element."""
+    return _script("names", {"selectors": list(selectors)})

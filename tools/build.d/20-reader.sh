@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Build step: assemble the fixed-reader JavaScript bundles into build/generated/js/ (idempotent).
+set -euo pipefail
+ROOT="${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+PY="${PY:-$ROOT/.venv/bin/python}"
+"$PY" "$ROOT/tools/gen_reader.py" >/dev/null
