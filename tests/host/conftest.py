@@ -7,82 +7,21 @@ Chromium runs at a time.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "engine"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kelpie_gateway.host.abi import default_library  # noqa: E402
-from kelpie_gateway.host.launch import HostProcess  # noqa: E402
-
-
-class Host:
-    """A running host plus a paired token and small HTTP helpers."""
-
-    def __init__(self, process: HostProcess, token: str, mode: str) -> None:
-        self.process = process
-        self.url = process.url
-        self.port = process.port
-        self.token = token
-        self.mode = mode
-
-    def pair(self, client: str = "kelpie-test") -> str:
-        return self.process.pair(client)
-
-    def post(
-        self, path: str, body: Any, token: str | None = None, headers: dict[str, str] | None = None
-    ) -> tuple[int, Any]:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        hdrs = {"Content-Type": "application/json", **(headers or {})}
-        bearer = self.token if token is None else token
-        if bearer:
-            hdrs["Authorization"] = f"Bearer {bearer}"
-        request = urllib.request.Request(self.url + path, data=data, headers=hdrs, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                status, raw = response.status, response.read()
-        except urllib.error.HTTPError as exc:
-            status, raw = exc.code, exc.read()
-        return status, (json.loads(raw) if raw else None)
-
-    def call(
-        self, method: str, params: dict[str, Any] | None = None, token: str | None = None
-    ) -> dict[str, Any]:
-        status, envelope = self.post(
-            "/v1/browser-control", {"version": 1, "id": 1, "method": method, "params": params or {}}, token
-        )
-        assert status == 200, (status, envelope)
-        return envelope
-
-    def site(self, page: str) -> str:
-        """URL of a fixture page: the site's address is printed by the host at start-up."""
-        line = self.process.wait_for_line("site ") or ""
-        return line.rsplit(" at ", 1)[1].rstrip("/") + "/" + page
-
-
-def _start(args: list[str], mode: str) -> HostProcess:
-    extra = list(args)
-    if mode == "abi":
-        lib = default_library()
-        assert lib.exists(), f"--via-abi needs the C library at {lib} (tools/dev setup builds it)"
-        extra.append("--via-abi")
-    process = HostProcess(extra)
-    process.start()
-    return process
+from host_testlib import Host, start_host
 
 
 @pytest.fixture(scope="module", params=["python", "abi"])
 def browser_host(request: pytest.FixtureRequest) -> Iterator[Host]:
-    process = _start(["--approve-pairing", "auto"], request.param)
+    process = start_host(["--approve-pairing", "auto"], request.param)
     try:
         yield Host(process, process.pair("kelpie-tests"), request.param)
     finally:

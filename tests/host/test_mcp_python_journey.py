@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from conftest import Host
+from host_testlib import Host
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client

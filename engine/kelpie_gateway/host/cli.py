@@ -112,12 +112,14 @@ def cmd_call(args: argparse.Namespace) -> int:
         return 0
     error = envelope.get("error") or {}
     unknown = bool(envelope.get("mayHaveCompleted"))
+    if status != 200:
+        if not args.json:
+            print(f"error: HTTP {status}: {error.get('code')}: {error.get('message')}", file=sys.stderr)
+        return 2
     if not args.json:
         kind = "unknown outcome" if unknown else "refused"
         retry = " (retryable)" if error.get("retryable") else ""
         print(f"{kind}: {error.get('code')}: {error.get('message')}{retry}", file=sys.stderr)
-    if status != 200:
-        return 2
     return 3 if unknown else 1
 
 

@@ -86,6 +86,19 @@ class Driver:
 
     # ------------------------------------------------------------------ the loop
     async def _drive(self, begin: Callable[[], JsonObject], *, mcp: bool) -> JsonObject:
+        try:
+            return await self._loop(begin, mcp=mcp)
+        except Exception as exc:  # errors are values: nothing raises into an HTTP response
+            self.log(f"host error while driving a transaction: {type(exc).__name__}: {exc}")
+            message = f"the host failed while driving the transaction: {type(exc).__name__}"
+            response: JsonObject
+            if mcp:
+                response = {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": message}}
+            else:
+                response = _internal_envelope(message)
+            return {"step": "complete", "response": response, "audit": {}}
+
+    async def _loop(self, begin: Callable[[], JsonObject], *, mcp: bool) -> JsonObject:
         started = time.monotonic()
         step = begin()
         target: Any = None

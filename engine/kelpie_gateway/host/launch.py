@@ -15,7 +15,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,15 @@ class HostError(RuntimeError):
 class HostProcess:
     """A running ``kelpie-gateway serve`` child; ``url`` is set once it listens."""
 
-    def __init__(self, extra_args: Sequence[str] = (), *, echo: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        extra_args: Sequence[str] = (),
+        *,
+        echo: Callable[[str], None] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.extra_args = list(extra_args)
+        self.extra_env = dict(env or {})
         self.echo = echo
         self.url = ""
         self.port = 0
@@ -42,6 +49,7 @@ class HostProcess:
     def start(self, timeout_s: float = 90.0) -> str:
         """Start the child and return its base URL; raises :class:`HostError` when it does not listen."""
         env = dict(os.environ)
+        env.update(self.extra_env)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ENGINE_DIR), env.get("PYTHONPATH", "")) if p)
         env["PYTHONUNBUFFERED"] = "1"
         cmd = [sys.executable, "-m", "kelpie_gateway.host.cli", "serve", "--port", "0", *self.extra_args]
