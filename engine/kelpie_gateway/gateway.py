@@ -15,6 +15,7 @@ Thread safety: every public method but :meth:`Gateway.invalidate_refs` takes the
 
 from __future__ import annotations
 
+import re
 import secrets
 import threading
 import time
@@ -30,6 +31,8 @@ from .schema import METHODS, TIMEOUT_DEFAULT_MS, ParamError, validate_request
 from .transaction import AUTHORIZE_STATES, DISPATCH_STATES, Transaction
 
 WORLD: Final = "KelpieBrowserControl"
+_HANDLE_RE: Final = re.compile(r"[0-9A-Za-z_-]{1,64}")
+"""Renderer handles are short opaque tokens; anything else in a snapshot is a malformed result."""
 ADVANCE_PARSE_CAP: Final = 256 * 1024 * 1024
 """``advance`` JSON text above this is rejected unparsed; results above 32 MiB are RESPONSE_TOO_LARGE."""
 _CANCEL_CODES: Final = {"timeout": "TIMEOUT", "cancelled": "CANCELLED", "renderer-closed": "RENDERER_FAILED"}
@@ -113,6 +116,7 @@ class Gateway:
         self._counter = 0
         self._reconcile: set[str] = set()
         self._closed = False
+        self._working: Transaction | None = None
 
     # ================================================================== public API
     def begin(self, request: Mapping[str, Any] | str | bytes) -> JsonObject:
@@ -173,10 +177,11 @@ class Gateway:
         (``STALE_STEP``) and changes nothing; malformed input is ``rejected`` ``INVALID_REQUEST``."""
         with self._lock:
             self._refs.drain()
+            self._working = None
             try:
                 return self._advance(result)
             except Exception as exc:
-                return rejected("INTERNAL", f"internal error: {exc!r}")
+                return self._abort(exc)
 
     def cancel(self, cancel: Mapping[str, Any] | str | bytes) -> JsonObject:
         """Cancel ``{"transaction","reason": "timeout"|"cancelled"|"renderer-closed"}`` (§5).
@@ -186,10 +191,11 @@ class Gateway:
         dispatch the lane stays exclusive until the late callback retires (not for renderer-closed)."""
         with self._lock:
             self._refs.drain()
+            self._working = None
             try:
                 return self._cancel(cancel)
             except Exception as exc:
-                return rejected("INTERNAL", f"internal error: {exc!r}")
+                return self._abort(exc)
 
     def invalidate_refs(self, tab_id: str | None = None) -> None:
         """Invalidate ``tab_id``'s refs (None = every tab). Any thread, any time; never blocks (§6)."""
@@ -206,6 +212,22 @@ class Gateway:
             self._closed = True
             self._lanes.clear()
             self._by_id.clear()
+
+    def _abort(self, exc: Exception) -> JsonObject:
+        """A gateway bug surfaced while handling an input: complete the transaction it concerned with
+        INTERNAL (unknown outcome if a mutation was dispatched) so no lane stays stuck."""
+        txn, self._working = self._working, None
+        message = f"internal error: {exc!r}"
+        if txn is None or not txn.occupies_lane or self._by_id.get(txn.id) is not txn:
+            return rejected("INTERNAL", message)
+        if txn.state == "retiring":
+            return self._retire(txn)
+        envelope = failure(txn.request_id, "INTERNAL", message, may_have_completed=txn.dispatched_mutation)
+        try:
+            return self._finish(txn, envelope)
+        except Exception:
+            self._release(txn)
+            return rejected("INTERNAL", message)
 
     @property
     def closed(self) -> bool:
@@ -470,12 +492,14 @@ class Gateway:
             assert tab is not None
             try:
                 handle = self._refs.resolve(p["ref"], tab)
+                if name == "tab.click":
+                    script = reader.click_script(self._key, handle)
+                else:
+                    script = reader.type_script(self._key, handle, p["text"])
             except RefError as exc:
                 raise _Refusal(exc.code, exc.message) from None
-            if name == "tab.click":
-                script = reader.click_script(self._key, handle)
-            else:
-                script = reader.type_script(self._key, handle, p["text"])
+            except ValueError as exc:  # the renderer's handle for this ref is not a reader handle
+                raise _Refusal("RENDERER_FAILED", f"cannot act on {p['ref']!r}: {exc}") from None
         return "browser-control-evaluate", {
             "tabId": tab,
             "world": WORLD,
@@ -580,6 +604,7 @@ class Gateway:
         if type(seq) is not int:
             return rejected("INVALID_REQUEST", "'seq' must be an integer")
         txn = self._by_id.get(tid)
+        self._working = txn
         if txn is None or seq != txn.seq:
             return rejected(
                 "STALE_STEP", f"no pending step {tid!r} seq {seq}; late, duplicated or forged result ignored"
@@ -811,7 +836,10 @@ class Gateway:
         elements = []
         for i, e in enumerate(raw):
             where = f"snapshot elements[{i}]"
-            handles.append(_field(e, "handle", str, where))
+            handle = _field(e, "handle", str, where)
+            if _HANDLE_RE.fullmatch(handle) is None:
+                raise _Malformed(f"{where}: malformed handle")
+            handles.append(handle)
             item: JsonObject = {"ref": ""}
             for key in ("tag", "role", "label"):
                 item[key] = _field(e, key, str, where)
@@ -858,6 +886,7 @@ class Gateway:
                 'a cancel is {"transaction": T, "reason": "timeout"|"cancelled"|"renderer-closed"}',
             )
         txn = self._by_id.get(tid)
+        self._working = txn
         if txn is None or not txn.accepts("cancel"):
             return rejected("STALE_STEP", f"transaction {tid!r} has nothing pending to cancel")
         code = _CANCEL_CODES[reason]
