@@ -15,8 +15,8 @@
 
 #include "kjson.h"
 
-static int kt_checks = 0, kt_failures = 0;
-static const char *kt_test = "";
+static int kt_checks __attribute__((unused)) = 0, kt_failures __attribute__((unused)) = 0;
+static const char *kt_test __attribute__((unused)) = "";
 
 #define KT_CHECK(cond, ...)                                                                  \
     do {                                                                                     \
@@ -31,7 +31,7 @@ static const char *kt_test = "";
 
 /* Take ownership of a returned string: parse it, free it. Aborts the test program on NULL/unparsable
    output, which would be an ABI contract violation (every output is JSON). */
-static kj_node *kt_take(char *s, const char *what)
+static inline kj_node *kt_take(char *s, const char *what)
 {
     kj_node *n;
     if (s == NULL) {
@@ -47,16 +47,16 @@ static kj_node *kt_take(char *s, const char *what)
     return n;
 }
 
-static int kt_is(const kj_node *n, const char *path, const char *value)
+static inline int kt_is(const kj_node *n, const char *path, const char *value)
 {
     const char *s = kj_str(n, path);
     return s != NULL && strcmp(s, value) == 0;
 }
 
-static const char *kt_step(const kj_node *n) { return kj_str(n, "step") ? kj_str(n, "step") : "?"; }
+static inline const char *kt_step(const kj_node *n) { return kj_str(n, "step") ? kj_str(n, "step") : "?"; }
 
 /* Transaction identifier of a step as text for _next (string as is, number in decimal). */
-static void kt_txn_text(const kj_node *step, char *buf, size_t cap)
+static inline void kt_txn_text(const kj_node *step, char *buf, size_t cap)
 {
     const kj_node *t = kj_get(step, "transaction");
     if (t && t->type == KJ_STRING) snprintf(buf, cap, "%s", t->str);
@@ -65,7 +65,7 @@ static void kt_txn_text(const kj_node *step, char *buf, size_t cap)
 }
 
 /* {"transaction":T,"seq":n,"result":<result_json>} for the step (malloc'd). */
-static char *kt_result_for(const kj_node *step, const char *result_json)
+static inline char *kt_result_for(const kj_node *step, const char *result_json)
 {
     char *t = kj_write(kj_get(step, "transaction"));
     char *q = kj_write(kj_get(step, "seq"));
@@ -78,7 +78,7 @@ static char *kt_result_for(const kj_node *step, const char *result_json)
 }
 
 /* {"transaction":T, <extra>} (malloc'd), e.g. extra = "\"reason\":\"timeout\"". */
-static char *kt_txn_obj(const kj_node *step, const char *extra)
+static inline char *kt_txn_obj(const kj_node *step, const char *extra)
 {
     char *t = kj_write(kj_get(step, "transaction"));
     size_t n = strlen(t) + strlen(extra) + 32;
@@ -88,7 +88,7 @@ static char *kt_txn_obj(const kj_node *step, const char *extra)
     return out;
 }
 
-static kj_node *kt_advance(KelpieBrowserGatewayRef gw, const kj_node *step, const char *result_json)
+static inline kj_node *kt_advance(KelpieBrowserGatewayRef gw, const kj_node *step, const char *result_json)
 {
     char *in = kt_result_for(step, result_json);
     kj_node *r = kt_take(kelpie_browser_gateway_advance(gw, in), "advance");
@@ -96,7 +96,7 @@ static kj_node *kt_advance(KelpieBrowserGatewayRef gw, const kj_node *step, cons
     return r;
 }
 
-static kj_node *kt_cancel(KelpieBrowserGatewayRef gw, const kj_node *step, const char *reason)
+static inline kj_node *kt_cancel(KelpieBrowserGatewayRef gw, const kj_node *step, const char *reason)
 {
     char extra[96], *in;
     kj_node *r;
@@ -108,7 +108,7 @@ static kj_node *kt_cancel(KelpieBrowserGatewayRef gw, const kj_node *step, const
 }
 
 /* The fake renderer: the {success:...} result a native endpoint would return for a dispatch step. */
-static char *kt_fake_renderer(const kj_node *dispatch, const char *evaluate_value)
+static inline char *kt_fake_renderer(const kj_node *dispatch, const char *evaluate_value)
 {
     const char *method = kj_str(dispatch, "method");
     const char *tab = kj_str(dispatch, "params.tabId");
@@ -144,7 +144,7 @@ typedef struct {
 
 /* Drive one transaction to its complete step: authorize -> admit, dispatch -> fake renderer.
    Returns the complete step (caller kj_free's), or the first unexpected step. */
-static kj_node *kt_drive(KelpieBrowserGatewayRef gw, kj_node *step, const char *evaluate_value, kt_trace *trace)
+static inline kj_node *kt_drive(KelpieBrowserGatewayRef gw, kj_node *step, const char *evaluate_value, kt_trace *trace)
 {
     for (int guard = 0; guard < 16; guard++) {
         const char *kind = kt_step(step);
@@ -171,12 +171,12 @@ static kj_node *kt_drive(KelpieBrowserGatewayRef gw, kj_node *step, const char *
     return step;
 }
 
-static kj_node *kt_run(KelpieBrowserGatewayRef gw, const char *request, const char *evaluate_value, kt_trace *trace)
+static inline kj_node *kt_run(KelpieBrowserGatewayRef gw, const char *request, const char *evaluate_value, kt_trace *trace)
 {
     return kt_drive(gw, kt_take(kelpie_browser_gateway_begin(gw, request), "begin"), evaluate_value, trace);
 }
 
-static kj_node *kt_run_mcp(KelpieBrowserGatewayRef gw, const char *message, const char *evaluate_value,
+static inline kj_node *kt_run_mcp(KelpieBrowserGatewayRef gw, const char *message, const char *evaluate_value,
                            kt_trace *trace)
 {
     return kt_drive(gw, kt_take(kelpie_browser_gateway_begin_mcp(gw, message), "begin_mcp"), evaluate_value, trace);

@@ -28,7 +28,7 @@ typedef struct kj_node {
 
 typedef struct { const char *p, *end; int depth; } kj_parser;
 
-static void kj_free(kj_node *n)
+static inline void kj_free(kj_node *n)
 {
     while (n) {
         kj_node *next = n->next;
@@ -40,13 +40,13 @@ static void kj_free(kj_node *n)
     }
 }
 
-static void kj_ws(kj_parser *ps)
+static inline void kj_ws(kj_parser *ps)
 {
     while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
         ps->p++;
 }
 
-static int kj_hex4(const char *p, unsigned *out)
+static inline int kj_hex4(const char *p, unsigned *out)
 {
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
@@ -61,7 +61,7 @@ static int kj_hex4(const char *p, unsigned *out)
     return 0;
 }
 
-static size_t kj_put_utf8(char *o, unsigned cp)
+static inline size_t kj_put_utf8(char *o, unsigned cp)
 {
     if (cp < 0x80) { o[0] = (char)cp; return 1; }
     if (cp < 0x800) { o[0] = (char)(0xC0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 63)); return 2; }
@@ -75,7 +75,7 @@ static size_t kj_put_utf8(char *o, unsigned cp)
 }
 
 /* Parses a string literal at ps->p (on the opening quote). */
-static int kj_string(kj_parser *ps, char **out, size_t *out_len)
+static inline int kj_string(kj_parser *ps, char **out, size_t *out_len)
 {
     const char *p = ps->p + 1;
     size_t cap = 16, len = 0;
@@ -128,16 +128,16 @@ static int kj_string(kj_parser *ps, char **out, size_t *out_len)
     return 0;
 }
 
-static kj_node *kj_value(kj_parser *ps);
+static inline kj_node *kj_value(kj_parser *ps);
 
-static kj_node *kj_new(kj_type t)
+static inline kj_node *kj_new(kj_type t)
 {
     kj_node *n = (kj_node *)calloc(1, sizeof *n);
     if (n) n->type = t;
     return n;
 }
 
-static kj_node *kj_value(kj_parser *ps)
+static inline kj_node *kj_value(kj_parser *ps)
 {
     kj_node *n = NULL;
     kj_ws(ps);
@@ -207,7 +207,7 @@ fail:
 }
 
 /* Parse `len` bytes (or strlen when len == (size_t)-1). NULL on any syntax error. Free with kj_free. */
-static kj_node *kj_parse(const char *text, size_t len)
+static inline kj_node *kj_parse(const char *text, size_t len)
 {
     kj_parser ps;
     kj_node *n;
@@ -221,7 +221,7 @@ static kj_node *kj_parse(const char *text, size_t len)
     return n;
 }
 
-static kj_node *kj_get(const kj_node *obj, const char *key)
+static inline kj_node *kj_get(const kj_node *obj, const char *key)
 {
     size_t kl = strlen(key);
     if (!obj || obj->type != KJ_OBJECT) return NULL;
@@ -230,7 +230,7 @@ static kj_node *kj_get(const kj_node *obj, const char *key)
     return NULL;
 }
 
-static kj_node *kj_at(const kj_node *arr, size_t i)
+static inline kj_node *kj_at(const kj_node *arr, size_t i)
 {
     if (!arr || arr->type != KJ_ARRAY) return NULL;
     for (kj_node *c = arr->child; c; c = c->next, i--)
@@ -239,7 +239,7 @@ static kj_node *kj_at(const kj_node *arr, size_t i)
 }
 
 /* Dotted path lookup: "response.error.code" (array indexes as numbers: "tabs.0.tabId"). */
-static kj_node *kj_path(const kj_node *n, const char *path)
+static inline kj_node *kj_path(const kj_node *n, const char *path)
 {
     char part[128];
     while (n && *path) {
@@ -254,13 +254,13 @@ static kj_node *kj_path(const kj_node *n, const char *path)
 }
 
 /* String value at path, or NULL if absent / not a string. */
-static const char *kj_str(const kj_node *n, const char *path)
+static inline const char *kj_str(const kj_node *n, const char *path)
 {
     const kj_node *v = kj_path(n, path);
     return v && v->type == KJ_STRING ? v->str : NULL;
 }
 
-static int kj_equal(const kj_node *a, const kj_node *b)
+static inline int kj_equal(const kj_node *a, const kj_node *b)
 {
     if (!a || !b) return a == b;
     if (a->type != b->type) return 0;
@@ -288,7 +288,7 @@ static int kj_equal(const kj_node *a, const kj_node *b)
 
 typedef struct { char *buf; size_t len, cap; } kj_buf;
 
-static void kj_emit(kj_buf *b, const char *s, size_t n)
+static inline void kj_emit(kj_buf *b, const char *s, size_t n)
 {
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;
@@ -304,7 +304,7 @@ static void kj_emit(kj_buf *b, const char *s, size_t n)
     b->buf[b->len] = '\0';
 }
 
-static void kj_emit_str(kj_buf *b, const char *s, size_t n)
+static inline void kj_emit_str(kj_buf *b, const char *s, size_t n)
 {
     kj_emit(b, "\"", 1);
     for (size_t i = 0; i < n; i++) {
@@ -317,7 +317,7 @@ static void kj_emit_str(kj_buf *b, const char *s, size_t n)
     kj_emit(b, "\"", 1);
 }
 
-static void kj_write_to(kj_buf *b, const kj_node *n)
+static inline void kj_write_to(kj_buf *b, const kj_node *n)
 {
     char num[64];
     switch (n->type) {
@@ -343,7 +343,7 @@ static void kj_write_to(kj_buf *b, const kj_node *n)
 }
 
 /* Compact JSON text of a tree (malloc'd; free with free()). */
-static char *kj_write(const kj_node *n)
+static inline char *kj_write(const kj_node *n)
 {
     kj_buf b = {NULL, 0, 0};
     if (!n) return NULL;
