@@ -1,0 +1,564 @@
+"""MCP translation: JSON-RPC 2.0 in, JSON-RPC out, the same transactions underneath (CONTRACT.md §7).
+
+:func:`begin` is called by :meth:`Gateway.begin_mcp <kelpie_gateway.gateway.Gateway.begin_mcp>` with the
+gateway lock held and the invalidation queue drained. It returns the first step of a transaction whose
+``complete`` step carries a JSON-RPC response (or ``null`` with ``"httpStatus": 202`` for anything that
+gets no response). Nothing here raises for bad input, and nothing here decides policy: every browser
+action goes through the canonical coordinator (:meth:`Gateway._begin_parsed`), so authorization, BUSY,
+refs, RECONCILE_REQUIRED and extension admission are exactly those of the canonical route.
+
+Message handling (decisions where the contract is silent are in ``docs/mcp.md``):
+
+==============================  =============================================================================
+input                           answer
+==============================  =============================================================================
+over 4 MiB (text)               ``-32600`` (never parsed; canonical code REQUEST_TOO_LARGE)
+not JSON / not UTF-8            ``-32700``
+an array (batch)                ``-32600``
+not an object, ``jsonrpc`` not  ``-32600`` (``id`` echoed when it is a string or number, else ``null``)
+"2.0", ``method`` not a string,
+``id`` not a string/number,
+``params`` not an object, an
+unknown top-level member
+a notification (no ``id``)      no response (``httpStatus`` 202); notifications are never executed
+a response (``result``/         no response (202): this server never sends requests, so it has nothing to
+``error``, no ``method``)       match them with
+``initialize``                  ``protocolVersion`` (the client's when supported, else the newest),
+                                ``capabilities.tools``, ``serverInfo``, ``instructions``
+``ping``                        ``{}``
+``tools/list``                  the tools that have something to offer (no cursor: one page)
+``tools/call``                  see :data:`TOOL_BROWSER` … and direct extension names
+anything else                   ``-32601``
+==============================  =============================================================================
+
+A ``tools/call`` result is ``{content:[{type:"text",text:<envelope JSON>}], structuredContent:<envelope>,
+isError:!success}``; a screenshot adds one ``image`` block and its envelope carries ``imageBytes`` instead
+of ``data``; refusals that need a different next move (BUSY, stale or foreign refs, RECONCILE_REQUIRED,
+unknown outcomes) add a second text block starting ``Next step:``.
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+import weakref
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from . import jsonio
+from .config import NAME_PATTERN
+from .errors import JsonObject, failure, success
+from .schema import MAX_EXTENSION_TOOL_NAMES, METHODS, params_json_schema
+
+if TYPE_CHECKING:
+    from .gateway import Gateway
+
+PROTOCOL_VERSIONS: Final = ("2025-06-18", "2025-11-25")
+"""Supported MCP protocol versions, oldest first; ``initialize`` falls back to the last (newest)."""
+LATEST_PROTOCOL_VERSION: Final = PROTOCOL_VERSIONS[-1]
+SERVER_NAME: Final = "kelpie-browser-gateway"
+SERVER_TITLE: Final = "Kelpie browser gateway"
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+
+TOOL_BROWSER: Final = "kelpie_browser_control"
+TOOL_EXTENSIONS: Final = "kelpie_extensions"
+TOOL_EXTENSION_TOOLS: Final = "kelpie_extension_tools"
+TOOL_EXTENSION: Final = "kelpie_extension"
+DEFAULT_TOOLS: Final = (TOOL_BROWSER, TOOL_EXTENSIONS, TOOL_EXTENSION_TOOLS, TOOL_EXTENSION)
+
+_NAME_RE: Final = re.compile(NAME_PATTERN)
+_MESSAGE_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
+_RESPONSE_KEYS: Final = frozenset({"jsonrpc", "id", "result", "error"})
+
+_OBSERVE: Final = (
+    "Next step: nothing was done. Take a new tab.snapshot of this tab and use only refs from that snapshot."
+)
+NEXT_STEPS: Final[dict[str, str]] = {
+    "BUSY": (
+        "Next step: another browser action is still running and nothing was done for this call. "
+        "Wait until it finishes, then call again; if it may change the page, take a tab.snapshot first."
+    ),
+    "STALE_SNAPSHOT": _OBSERVE,
+    "REFS_INVALIDATED": _OBSERVE,
+    "TAB_STALE": _OBSERVE,
+    "UNKNOWN_REF": _OBSERVE,
+    "NODE_REPLACED": _OBSERVE,
+    "CROSS_TAB_REF": (
+        "Next step: nothing was done. That ref belongs to another tab; take a tab.snapshot of the tab you "
+        "want to act on and use a ref from it."
+    ),
+    "RECONCILE_REQUIRED": (
+        "Next step: nothing was done. An earlier action on this tab has an unknown outcome: take a "
+        "tab.snapshot (or tabs.list) and check what happened before acting on this tab again. Do not "
+        "repeat the earlier action blindly."
+    ),
+}
+"""Failure code -> the sentence added as a second text block of a ``tools/call`` tool error."""
+UNKNOWN_OUTCOME_NEXT_STEP: Final = (
+    "Next step: the action may already have happened. Do not repeat it. Observe first (tab.snapshot, or "
+    "tabs.list) and decide from what you see."
+)
+
+Render = Callable[[JsonObject], Any]
+
+_CACHE: weakref.WeakKeyDictionary[Gateway, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+class _RpcError(Exception):
+    """A JSON-RPC error decided before any transaction: ``code`` (JSON-RPC) and ``kelpie`` (canonical)."""
+
+    def __init__(self, code: int, message: str, kelpie: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.kelpie = kelpie
+
+
+# ====================================================================== JSON-RPC shapes
+
+
+def rpc_result(rid: Any, result: JsonObject) -> JsonObject:
+    """``{"jsonrpc":"2.0","id":rid,"result":result}``."""
+    return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+
+def rpc_error(rid: Any, code: int, message: str, kelpie: str | None = None) -> JsonObject:
+    """``{"jsonrpc":"2.0","id":rid,"error":{"code","message","data"?}}``; ``data.code`` is the canonical
+    error code (CONTRACT.md §4) when there is one."""
+    error: JsonObject = {"code": code, "message": message}
+    if kelpie is not None:
+        error["data"] = {"code": kelpie}
+    return {"jsonrpc": "2.0", "id": rid, "error": error}
+
+
+def _is_id(value: Any) -> bool:
+    """A usable request id: a string or a number (MCP forbids ``null``; booleans are not numbers)."""
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+
+def _copy(value: Any) -> Any:
+    return jsonio.loads(jsonio.dumps(value), cap=1 << 40)
+
+
+# ====================================================================== entry point
+
+
+def begin(gw: Gateway, message: Mapping[str, Any] | str | bytes) -> JsonObject:
+    """Translate one JSON-RPC message into a transaction and return its first step (CONTRACT.md §7).
+
+    ``message``: JSON text (str or UTF-8 bytes, at most 4 MiB) or an already parsed Mapping (it is
+    re-serialised once, so the same cap and JSON rules apply). Returns an ``authorize``, ``dispatch`` or
+    ``complete`` step; the ``complete`` step's ``response`` is the JSON-RPC response, or ``None`` with
+    ``"httpStatus": 202``. Never raises for bad input.
+    """
+    rid: Any = None
+    method: str | None = None
+    try:
+        msg = _parse(message)
+        if isinstance(msg, list):
+            raise _RpcError(INVALID_REQUEST, "batches (JSON arrays) are not supported", "INVALID_REQUEST")
+        if not isinstance(msg, dict):
+            raise _RpcError(INVALID_REQUEST, "a JSON-RPC message is a JSON object", "INVALID_REQUEST")
+        if _is_id(msg.get("id")):
+            rid = msg["id"]
+        if msg.get("jsonrpc") != "2.0":
+            raise _RpcError(INVALID_REQUEST, 'jsonrpc must be the string "2.0"', "INVALID_REQUEST")
+        if "method" not in msg and ("result" in msg or "error" in msg):
+            _check_response_shape(msg)
+            return gw._complete_now(success(None, {}), _no_response, "jsonrpc/response")
+        for key in msg:
+            if key not in _MESSAGE_KEYS:
+                raise _RpcError(INVALID_REQUEST, f"unknown member {key[:100]!r}", "INVALID_REQUEST")
+        if not isinstance(msg.get("method"), str):
+            raise _RpcError(INVALID_REQUEST, "method must be a string", "INVALID_REQUEST")
+        method = msg["method"]
+        if "id" in msg and not _is_id(msg["id"]):
+            raise _RpcError(INVALID_REQUEST, "id must be a string or a number", "INVALID_REQUEST")
+        params = msg.get("params", {})
+        if not isinstance(params, dict):
+            raise _RpcError(INVALID_REQUEST, "params must be an object", "INVALID_REQUEST")
+        if "id" not in msg:
+            return gw._complete_now(success(None, {}), _no_response, method)
+        if gw.closed:
+            raise _RpcError(INVALID_REQUEST, "this gateway is closed", "INVALID_REQUEST")
+        return _request(gw, rid, method, params)
+    except _RpcError as exc:
+        envelope = failure(rid, exc.kelpie, exc.message)
+        response = rpc_error(rid, exc.code, exc.message, exc.kelpie)
+        return gw._complete_now(envelope, lambda _e: response, method)
+
+
+def _no_response(_envelope: JsonObject) -> None:
+    return None
+
+
+def _parse(message: Any) -> Any:
+    if isinstance(message, str | bytes | bytearray | memoryview):
+        try:
+            return jsonio.loads(message)
+        except jsonio.JsonError as exc:
+            if exc.code == "REQUEST_TOO_LARGE":
+                raise _RpcError(INVALID_REQUEST, str(exc), "REQUEST_TOO_LARGE") from None
+            raise _RpcError(PARSE_ERROR, f"parse error: {exc}", "INVALID_JSON") from None
+    if isinstance(message, Mapping | list | tuple):
+        try:
+            text = jsonio.dumps(dict(message) if isinstance(message, Mapping) else list(message))
+        except (TypeError, ValueError) as exc:
+            raise _RpcError(INVALID_REQUEST, f"not JSON data: {exc}", "INVALID_REQUEST") from None
+        return _parse(text)
+    raise _RpcError(INVALID_REQUEST, "a JSON-RPC message is a JSON object", "INVALID_REQUEST")
+
+
+def _check_response_shape(msg: JsonObject) -> None:
+    if set(msg) - _RESPONSE_KEYS or ("result" in msg) == ("error" in msg) or "id" not in msg:
+        raise _RpcError(
+            INVALID_REQUEST, "not a JSON-RPC request, notification or response", "INVALID_REQUEST"
+        )
+    if not (msg["id"] is None or _is_id(msg["id"])):
+        raise _RpcError(INVALID_REQUEST, "id must be a string, a number or null", "INVALID_REQUEST")
+
+
+def _request(gw: Gateway, rid: Any, method: str, params: JsonObject) -> JsonObject:
+    if method == "initialize":
+        result = _initialize(gw, params)
+    elif method == "ping":
+        result = {}
+    elif method == "tools/list":
+        if "cursor" in params:
+            raise _RpcError(INVALID_PARAMS, "unknown cursor: tools/list has a single page", "INVALID_PARAMS")
+        result = {"tools": _copy(_cached(gw)["tools"])}
+    elif method == "tools/call":
+        return _tools_call(gw, rid, params)
+    else:
+        raise _RpcError(METHOD_NOT_FOUND, f"method not found: {method[:100]!r}", "UNSUPPORTED_METHOD")
+    response = rpc_result(rid, result)
+    return gw._complete_now(success(rid, result), lambda _e: response, method)
+
+
+def _initialize(gw: Gateway, params: JsonObject) -> JsonObject:
+    wanted = params.get("protocolVersion")
+    if not isinstance(wanted, str):
+        raise _RpcError(
+            INVALID_PARAMS, "initialize needs params.protocolVersion (a string)", "INVALID_PARAMS"
+        )
+    from . import __version__
+
+    return {
+        "protocolVersion": wanted if wanted in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
+        "capabilities": {"tools": {"listChanged": False}},
+        "serverInfo": {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__},
+        "instructions": _cached(gw)["instructions"],
+    }
+
+
+# ====================================================================== tools/call
+
+
+def _tools_call(gw: Gateway, rid: Any, params: JsonObject) -> JsonObject:
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise _RpcError(INVALID_PARAMS, "tools/call needs params.name (a string)", "INVALID_PARAMS")
+    arguments = params.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise _RpcError(INVALID_PARAMS, f"{name[:64]}: arguments must be an object", "INVALID_PARAMS")
+    if name == TOOL_BROWSER:
+        _only(name, arguments, required=("method",), optional=("params",))
+        if not isinstance(arguments["method"], str):
+            raise _RpcError(INVALID_PARAMS, f"{name}: method must be a string", "INVALID_PARAMS")
+        inner = arguments.get("params", {})
+        if not isinstance(inner, dict):
+            raise _RpcError(INVALID_PARAMS, f"{name}: params must be an object", "INVALID_PARAMS")
+        request = {"version": 1, "id": rid, "method": arguments["method"], "params": inner}
+        image = arguments["method"] == "tab.screenshot"
+        return gw._begin_parsed(request, lambda e: tool_response(rid, e, image=image))
+    if name == TOOL_EXTENSION:
+        _only(name, arguments, required=("name",), optional=("arguments",))
+        if not isinstance(arguments["name"], str):
+            raise _RpcError(INVALID_PARAMS, f"{name}: name must be a string", "INVALID_PARAMS")
+        ext_args = arguments.get("arguments", {})
+        if not isinstance(ext_args, dict):
+            raise _RpcError(INVALID_PARAMS, f"{name}: arguments must be an object", "INVALID_PARAMS")
+        return _extension_call(gw, rid, arguments["name"], ext_args, lambda e: tool_response(rid, e))
+    if name == TOOL_EXTENSIONS:
+        _only(name, arguments, required=(), optional=())
+        envelope = success(rid, {"extensions": list(gw._catalog.extensions)})
+        return gw._complete_now(envelope, lambda e: tool_response(rid, e), "tools/call")
+    if name == TOOL_EXTENSION_TOOLS:
+        _only(name, arguments, required=("names",), optional=())
+        names = arguments["names"]
+        if (
+            not isinstance(names, list)
+            or not 1 <= len(names) <= MAX_EXTENSION_TOOL_NAMES
+            or not all(isinstance(n, str) for n in names)
+        ):
+            raise _RpcError(
+                INVALID_PARAMS,
+                f"{name}: names must be an array of 1 to {MAX_EXTENSION_TOOL_NAMES} strings",
+                "INVALID_PARAMS",
+            )
+        envelope = success(rid, {"tools": [_describe(gw, n) for n in names]})
+        return gw._complete_now(envelope, lambda e: tool_response(rid, e), "tools/call")
+    return _direct_call(gw, rid, name, arguments)
+
+
+def _only(tool: str, arguments: JsonObject, *, required: tuple[str, ...], optional: tuple[str, ...]) -> None:
+    for key in arguments:
+        if key not in required and key not in optional:
+            raise _RpcError(INVALID_PARAMS, f"{tool}: unknown argument {key[:100]!r}", "INVALID_PARAMS")
+    for key in required:
+        if key not in arguments:
+            raise _RpcError(INVALID_PARAMS, f"{tool}: argument {key!r} is required", "INVALID_PARAMS")
+
+
+def _extension_call(gw: Gateway, rid: Any, name: str, arguments: JsonObject, render: Render) -> JsonObject:
+    """Canonical ``extension.call {name, arguments}``: the engine refuses EXTENSION_NOT_ADMITTED for
+    unknown or filtered names and INVALID_PARAMS for arguments its ``inputSchema`` refuses."""
+    request = {
+        "version": 1,
+        "id": rid,
+        "method": "extension.call",
+        "params": {"name": name, "arguments": arguments},
+    }
+    return gw._begin_parsed(request, render)
+
+
+def _direct_call(gw: Gateway, rid: Any, name: str, arguments: JsonObject) -> JsonObject:
+    """An extension called by its own name. Not admitted (unknown, filtered, method not native, mutating
+    with actions disabled) -> the engine refuses EXTENSION_NOT_ADMITTED, rendered as ``-32602`` unknown
+    tool; arguments its ``inputSchema`` refuses -> ``-32602`` invalid arguments (nothing dispatched)."""
+    unknown = f"unknown tool: {name[:100]!r}"
+    if not _NAME_RE.match(name):
+        raise _RpcError(INVALID_PARAMS, unknown, "EXTENSION_NOT_ADMITTED")
+    ext = gw._catalog.extensions.get(name)
+    if ext is not None:
+        refusal = gw._check_arguments(ext, arguments)
+        if refusal is not None:
+            detail = refusal[1].replace("/params/arguments", "arguments", 1)
+            raise _RpcError(INVALID_PARAMS, f"{name}: invalid arguments: {detail}", refusal[0])
+
+    def render(envelope: JsonObject) -> JsonObject:
+        error = envelope.get("error")
+        if isinstance(error, dict) and error.get("code") == "EXTENSION_NOT_ADMITTED":
+            return rpc_error(rid, INVALID_PARAMS, unknown, "EXTENSION_NOT_ADMITTED")
+        return tool_response(rid, envelope)
+
+    return _extension_call(gw, rid, name, arguments, render)
+
+
+def _describe(gw: Gateway, name: str) -> JsonObject:
+    ext = gw._catalog.extensions.get(name)
+    if ext is None:
+        return {
+            "name": name,
+            "error": {
+                "code": "EXTENSION_NOT_ADMITTED",
+                "message": f"no admitted extension named {name[:100]!r}",
+            },
+        }
+    return {
+        "name": ext.name,
+        "description": ext.description,
+        "inputSchema": _copy(ext.input_schema),
+        "mutates": ext.mutates,
+    }
+
+
+def tool_response(rid: Any, envelope: JsonObject, *, image: bool = False) -> JsonObject:
+    """The JSON-RPC response carrying ``envelope`` as a ``tools/call`` result (CONTRACT.md §7).
+
+    ``image``: the envelope answers ``tab.screenshot``; on success the base64 ``data`` moves into the one
+    ``image`` block and the envelope (text block and ``structuredContent``) gets ``imageBytes`` (decoded
+    size in bytes) instead. Never raises: an unusable screenshot becomes a RENDERER_FAILED tool error.
+    """
+    content: list[JsonObject] = []
+    result = envelope.get("result")
+    if image and envelope.get("success") is True and isinstance(result, dict) and "data" in result:
+        data = result["data"]
+        try:
+            size = len(binascii.a2b_base64(data, strict_mode=True)) if isinstance(data, str) else -1
+        except (binascii.Error, ValueError):
+            size = -1
+        if size < 0:
+            envelope = failure(
+                envelope.get("id"), "RENDERER_FAILED", "the renderer's screenshot data is not valid base64"
+            )
+        else:
+            rest = {k: v for k, v in result.items() if k != "data"}
+            rest["imageBytes"] = size
+            envelope = {**envelope, "result": rest}
+            content.append({"type": "image", "data": data, "mimeType": "image/png"})
+    content.insert(0, {"type": "text", "text": jsonio.dumps(envelope).decode("utf-8")})
+    ok = envelope.get("success") is True
+    if not ok:
+        error = envelope.get("error")
+        code = error.get("code") if isinstance(error, dict) else None
+        hint = UNKNOWN_OUTCOME_NEXT_STEP if envelope.get("mayHaveCompleted") else NEXT_STEPS.get(str(code))
+        if hint is not None:
+            content.append({"type": "text", "text": hint})
+    return rpc_result(rid, {"content": content, "structuredContent": envelope, "isError": not ok})
+
+
+# ====================================================================== tools/list and instructions
+
+
+def _cached(gw: Gateway) -> dict[str, Any]:
+    """Per-gateway tools list and instructions (the config is immutable, so computed once)."""
+    entry = _CACHE.get(gw)
+    if entry is None:
+        entry = {"tools": list_tools(gw), "instructions": instructions(gw)}
+        _CACHE[gw] = entry
+    return entry
+
+
+def browser_control_schema(gw: Gateway) -> JsonObject:
+    """``kelpie_browser_control``'s inputSchema, generated from :data:`~kelpie_gateway.schema.METHODS`:
+    ``method`` enum = the advertised methods; ``params`` = ``anyOf`` the params schemas of those methods
+    (methods with identical params share one entry, titled with their names). In direct targeting without
+    a pinned tab, ``tabId`` is required where the method is tab-scoped."""
+    cfg = gw._config
+    tab_required = cfg.targeting == "direct" and cfg.pinned_tab is None
+    groups: dict[bytes, tuple[list[str], JsonObject]] = {}
+    for name in gw._catalog.methods:
+        m = METHODS[name]
+        schema = params_json_schema(m, tab_required=tab_required and m.tab_scoped)
+        key = jsonio.dumps(schema)
+        if key in groups:
+            groups[key][0].append(name)
+        else:
+            groups[key] = ([name], schema)
+    alternatives = [{"title": "params of " + ", ".join(names), **schema} for names, schema in groups.values()]
+    return {
+        "type": "object",
+        "properties": {
+            "method": {
+                "type": "string",
+                "enum": list(gw._catalog.methods),
+                "description": "The canonical method to run.",
+            },
+            "params": {
+                "type": "object",
+                "description": "The method's params (defaults apply; unknown fields are refused).",
+                "default": {},
+                "anyOf": alternatives,
+            },
+        },
+        "required": ["method"],
+        "additionalProperties": False,
+    }
+
+
+def list_tools(gw: Gateway) -> list[JsonObject]:
+    """The ``tools/list`` tools: ``kelpie_browser_control`` always (``documentation`` and
+    ``capabilities`` are always advertised); the three extension tools only when an extension is
+    admitted. Admitted extensions are callable by name but not listed (CONTRACT.md §7)."""
+    methods = gw._catalog.methods
+    lines = []
+    for name in methods:
+        m = METHODS[name]
+        kind = "mutates" if m.mutates else "read-only"
+        if name == "extension.call":
+            kind = "mutates per extension"
+        lines.append(f"- {name} ({kind}): {m.summary}")
+    mutating = any(METHODS[n].mutates for n in methods) or any(
+        e.mutates for e in gw._catalog.extensions.values()
+    )
+    tools: list[JsonObject] = [
+        {
+            "name": TOOL_BROWSER,
+            "title": "Browser control",
+            "description": (
+                "Run one browser-control method of this gateway: {method, params}. The result is the "
+                "gateway's envelope {success, result | error, mayHaveCompleted}. Methods:\n"
+                + "\n".join(lines)
+            ),
+            "inputSchema": browser_control_schema(gw),
+            "annotations": {
+                "readOnlyHint": not any(METHODS[n].mutates for n in methods),
+                "openWorldHint": True,
+            },
+        }
+    ]
+    if gw._catalog.extensions:
+        tools += [
+            {
+                "name": TOOL_EXTENSIONS,
+                "title": "List extensions",
+                "description": "Names of the extensions this gateway admits (call with {}).",
+                "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+                "annotations": {"readOnlyHint": True},
+            },
+            {
+                "name": TOOL_EXTENSION_TOOLS,
+                "title": "Describe extensions",
+                "description": (
+                    f"For 1 to {MAX_EXTENSION_TOOL_NAMES} extension names: each one's description, "
+                    "inputSchema and whether it mutates (unknown names are reported per name)."
+                ),
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "names": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "minItems": 1,
+                            "maxItems": MAX_EXTENSION_TOOL_NAMES,
+                        }
+                    },
+                    "required": ["names"],
+                    "additionalProperties": False,
+                },
+                "annotations": {"readOnlyHint": True},
+            },
+            {
+                "name": TOOL_EXTENSION,
+                "title": "Call an extension",
+                "description": (
+                    "Call one admitted extension: {name, arguments}; arguments must match the inputSchema "
+                    f"that {TOOL_EXTENSION_TOOLS} reports. Each extension is also callable directly as a tool "
+                    "named after it."
+                ),
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1, "maxLength": 64},
+                        "arguments": {"type": "object", "default": {}},
+                    },
+                    "required": ["name"],
+                    "additionalProperties": False,
+                },
+                "annotations": {"readOnlyHint": not mutating},
+            },
+        ]
+    return tools
+
+
+def instructions(gw: Gateway) -> str:
+    """The ``initialize`` instructions: how refs, BUSY and ``mayHaveCompleted`` work, for this gateway."""
+    methods = set(gw._catalog.methods)
+    parts = [
+        f"This server controls a web browser through {TOOL_BROWSER} {{method, params}}; "
+        'method "documentation" returns the full reference of what this browser offers.'
+    ]
+    if "tab.snapshot" in methods:
+        parts.append(
+            "Observe a tab with tab.snapshot: it returns page text and elements with refs (like s3e7). "
+            "A ref works only on its own tab and only until the next snapshot, navigation or action there; "
+            "when a ref is refused, take a new snapshot and use its refs."
+        )
+    if gw._config.targeting == "direct" and "tabs.list" in methods and gw._config.pinned_tab is None:
+        parts.append("Tab methods need params.tabId (from tabs.list or tabs.open).")
+    parts.append(
+        "BUSY means another action is still running and nothing was done: wait, then try again. "
+        "A failure with mayHaveCompleted:true means the action may already have happened: never repeat it "
+        "blindly; observe first and decide from what you see."
+    )
+    if gw._catalog.extensions:
+        parts.append(
+            f"Extensions: {TOOL_EXTENSIONS} lists them, {TOOL_EXTENSION_TOOLS} describes them, "
+            f"{TOOL_EXTENSION} calls one."
+        )
+    return " ".join(parts)
