@@ -173,6 +173,7 @@ function implicitRole(el) {
     return null;
   }
   const t = tagOf(el);
+  if (isEditingHost(el) && !["input", "textarea", "select", "button"].includes(t)) return "textbox";
   switch (t) {
     case "a": return el.hasAttribute("href") ? "link" : "generic";
     case "area": return el.hasAttribute("href") ? "link" : null;
@@ -663,6 +664,7 @@ function walkDocument(doc, cb) {
     if (!isRendered(el)) return;
     if (tag === "br") { if (ctx.text) cb.newline(); return; }
     const block = st.display !== "contents" && !st.display.startsWith("inline");
+    const atomic = st.display !== "inline" && st.display.startsWith("inline"); // inline-block, inline-flex, …
     const visible = st.visibility === "visible";
     const role = roleOf(el) || "";
     let unreadable = null;
@@ -688,12 +690,14 @@ function walkDocument(doc, cb) {
     let inner = ctx;
     if (isEditable(el) || textSecured(el)) inner = { text: false, elements: false };
     if (block && inner.text) cb.block();
+    else if (atomic && inner.text) cb.space();
     if (frameDoc && frameDoc.documentElement) {
       visit(frameDoc.documentElement, depth + 1, inner);
     } else {
       visitChildren(el, depth, inner);
     }
     if (block && inner.text) cb.block();
+    else if (atomic && inner.text) cb.space();
   };
   if (doc.documentElement) visit(doc.documentElement, 0, { text: true, elements: true });
   return cut;
@@ -734,6 +738,7 @@ function makeTextSink(maxChars) {
       });
     },
     block() { if (pend < 2) pend = 2; },
+    space() { if (pend < 1) pend = 1; },
     newline() { if (pend < 2) pend = 2; },
     full() { return cut; },
     result() {
@@ -755,6 +760,7 @@ function readDocument(maxChars, maxElements) {
   const cut = walkDocument(doc, {
     text: (d, pre) => sink.text(d, pre),
     block: () => sink.block(),
+    space: () => sink.space(),
     newline: () => sink.newline(),
     element: (el, info) => {
       info.el = el;

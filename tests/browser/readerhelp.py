@@ -1,0 +1,98 @@
+"""Drive the generated reader scripts like a host and check their answers against contract §8-§9."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from hostworld import HostWorld
+from playwright.sync_api import Page
+
+from kelpie_gateway import reader
+
+ELEMENT_FIELDS = {"handle", "tag", "role", "label"}
+OPTIONAL_FIELDS = {"type", "level", "disabled", "unreadable", "frame", "shadow", "text"}
+
+
+def utf16_len(s: str) -> int:
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def well_formed(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class Reader:
+    """One gateway's view of one tab: its key, the host's isolated world, the scripts."""
+
+    def __init__(self, page: Page, key: str | None = None) -> None:
+        self.page = page
+        self.key = key or secrets.token_hex(16)
+        self.world = HostWorld(page)
+
+    def snapshot(self, max_chars: int = 12000, max_elements: int = 200) -> dict[str, Any]:
+        snap = self.world.evaluate(
+            reader.snapshot_script(self.key, max_chars=max_chars, max_elements=max_elements)
+        )
+        check_snapshot(snap, max_chars, max_elements)
+        return snap
+
+    def selector_snapshot(self, **options: int) -> dict[str, Any]:
+        snap = self.world.evaluate(reader.collect_browser_selector_snapshot_expression(options))
+        check_snapshot(
+            snap,
+            options.get("maxChars", 12000),
+            options.get("maxElements", 200),
+            fields={"selector", "tag", "role", "label"},
+        )
+        return snap
+
+    def click(self, handle: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.world.evaluate(reader.click_script(self.key, handle))
+        return result
+
+    def type(self, handle: str, text: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.world.evaluate(reader.type_script(self.key, handle, text))
+        return result
+
+
+def check_snapshot(
+    snap: Any, max_chars: int, max_elements: int, fields: set[str] = ELEMENT_FIELDS
+) -> None:
+    """Assert the value is a bounded, well-formed snapshot (contract §8)."""
+    assert isinstance(snap, dict), snap
+    assert "error" not in snap, snap
+    assert set(snap) == {"url", "title", "text", "truncated", "elements"}, set(snap)
+    assert isinstance(snap["truncated"], bool)
+    for key in ("url", "title", "text"):
+        assert isinstance(snap[key], str)
+        assert well_formed(snap[key]), f"{key} carries a lone surrogate"
+    assert utf16_len(snap["text"]) <= max_chars
+    assert isinstance(snap["elements"], list)
+    assert len(snap["elements"]) <= max_elements
+    for el in snap["elements"]:
+        assert fields <= set(el), el
+        extra = set(el) - fields
+        if "handle" in fields:
+            assert extra <= OPTIONAL_FIELDS, extra
+        else:
+            assert not extra, extra
+        for key in ("tag", "role", "label"):
+            assert isinstance(el[key], str) and well_formed(el[key])
+    # The whole answer must be valid UTF-8 JSON (what the engine forwards).
+    json.dumps(snap, ensure_ascii=False).encode("utf-8")
+
+
+def by_label(snap: dict[str, Any], label: str) -> dict[str, Any]:
+    found = [e for e in snap["elements"] if e["label"] == label]
+    assert len(found) == 1, (label, [e["label"] for e in snap["elements"]])
+    return found[0]
+
+
+def dumps(snap: Any) -> str:
+    return json.dumps(snap, ensure_ascii=False)
