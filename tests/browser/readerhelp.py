@@ -7,9 +7,8 @@ import secrets
 from typing import Any
 
 from hostworld import HostWorld
-from playwright.sync_api import Page
-
 from kelpie_gateway import reader
+from playwright.sync_api import Page
 
 ELEMENT_FIELDS = {"handle", "tag", "role", "label"}
 OPTIONAL_FIELDS = {"type", "level", "disabled", "unreadable", "frame", "shadow", "text"}
@@ -61,9 +60,7 @@ class Reader:
         return result
 
 
-def check_snapshot(
-    snap: Any, max_chars: int, max_elements: int, fields: set[str] = ELEMENT_FIELDS
-) -> None:
+def check_snapshot(snap: Any, max_chars: int, max_elements: int, fields: set[str] = ELEMENT_FIELDS) -> None:
     """Assert the value is a bounded, well-formed snapshot (contract §8)."""
     assert isinstance(snap, dict), snap
     assert "error" not in snap, snap

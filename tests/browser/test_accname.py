@@ -14,9 +14,8 @@ from collections import defaultdict
 
 from conftest import CORPUS, Site
 from hostworld import HostWorld
-from playwright.sync_api import Page
-
 from kelpie_gateway import reader
+from playwright.sync_api import Page
 
 REQUIRED_SHARE = 0.95
 
@@ -44,8 +43,10 @@ def test_accname_share(page: Page, corpus_sites: dict[str, Site]) -> None:
             if got == case["expected_name"]:
                 agree += 1
             else:
-                misses.append(f"{path} | {case.get('testname', case['selector'])!r}: "
-                              f"expected {case['expected_name']!r}, got {got!r}")
+                misses.append(
+                    f"{path} | {case.get('testname', case['selector'])!r}: "
+                    f"expected {case['expected_name']!r}, got {got!r}"
+                )
     share = agree / total
     print(f"\naccname: {agree}/{total} undisputed wpt cases agree ({share:.1%}); misses:")
     for miss in misses:

@@ -349,7 +349,7 @@ def test_typed_value_reaches_the_page_with_events_and_never_a_snapshot(
 ) -> None:
     r = open_page(page, fixtures_site, "actions.html")
     plain = by_label(r.snapshot(), "Plain")["handle"]
-    hostile = "He said \"hi\" </script><script>alert(1)</script> \u2028\u2029 \U0001d11e\U0001f680 ok"
+    hostile = 'He said "hi" </script><script>alert(1)</script> \u2028\u2029 \U0001d11e\U0001f680 ok'
     assert r.type(plain, hostile) == {"typed": len(hostile)}
     assert r.type(plain, "!") == {"typed": 1}
     assert page.evaluate("document.getElementById('plain').value") == hostile + "!"
