@@ -76,8 +76,11 @@ def main() -> int:
     ap.add_argument("--prefix", default=str(ROOT / "build" / "abi"))
     ap.add_argument("--engine-path", default=str(ROOT / "engine"))
     ap.add_argument("--site-packages", default=default_site_packages())
-    ap.add_argument("--python", default=os.path.abspath(sys.executable),
-                    help="interpreter to impersonate when the library starts Python (default: this one)")
+    ap.add_argument(
+        "--python",
+        default=os.path.abspath(sys.executable),
+        help="interpreter to impersonate when the library starts Python (default: this one)",
+    )
     ap.add_argument("--force", action="store_true")
     args = ap.parse_args()
 
@@ -107,21 +110,50 @@ def main() -> int:
     header = HERE / "include" / "kelpie" / "browser_gateway_c_api.h"
 
     cc = os.environ.get("CC", "gcc")
-    cflags = ["-O2", "-g", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wno-unused-function",
-              "-Wno-unused-parameter", "-I", sysconfig.get_paths()["include"], "-I", str(HERE / "include")]
+    cflags = [
+        "-O2",
+        "-g",
+        "-fPIC",
+        "-fvisibility=hidden",
+        "-Wall",
+        "-Wno-unused-function",
+        "-Wno-unused-parameter",
+        "-I",
+        sysconfig.get_paths()["include"],
+        "-I",
+        str(HERE / "include"),
+    ]
     ldflags = ["-shared", f"-L{py_libdir}", f"-l{py_lib}", "-lpthread", "-ldl"]
     if sys.platform == "darwin":
         ldflags += [f"-Wl,-rpath,{py_libdir}", f"-Wl,-install_name,@rpath/lib{LIBNAME}{suffix}"]
     else:
         ldflags += [f"-Wl,-rpath,{py_libdir}", "-Wl,--disable-new-dtags", f"-Wl,-soname,lib{LIBNAME}{suffix}"]
 
-    stamp_src = "\0".join([preamble, init_code, header.read_text(), CDEF, cffi.__version__, cc, *cflags,
-                           *ldflags, str(prefix), sys.version])
+    stamp_src = "\0".join(
+        [
+            preamble,
+            init_code,
+            header.read_text(),
+            CDEF,
+            cffi.__version__,
+            cc,
+            *cflags,
+            *ldflags,
+            str(prefix),
+            sys.version,
+        ]
+    )
     stamp = hashlib.sha256(stamp_src.encode()).hexdigest()
     stamp_file = prefix / ".build-stamp"
     pc_file = libdir / "pkgconfig" / "kelpie-browser-gateway.pc"
-    if (not args.force and target.exists() and pc_file.exists() and (incdir / header.name).exists()
-            and stamp_file.exists() and stamp_file.read_text() == stamp):
+    if (
+        not args.force
+        and target.exists()
+        and pc_file.exists()
+        and (incdir / header.name).exists()
+        and stamp_file.exists()
+        and stamp_file.read_text() == stamp
+    ):
         print(f"build_abi: {target} is up to date")
         return 0
 

@@ -29,12 +29,11 @@ _INVALID_UTF8 = "the argument is not valid UTF-8"
 _INIT_ERROR = None
 try:
     try:
-        import kelpie_gateway
+        import kelpie_gateway  # noqa: F401  (probe: is the engine importable here?)
     except ImportError:
         # Not installed in the running interpreter's path: use the engine this library was built from.
         if ENGINE_PATH not in sys.path:
             sys.path.append(ENGINE_PATH)
-        import kelpie_gateway
     from kelpie_gateway import Gateway, GatewayConfigError, GatewayPendingError
     from kelpie_gateway.jsonio import dumps
 except BaseException as exc:

@@ -1,15 +1,13 @@
 /*
  * C contract tests of libkelpie_browser_gateway (CONTRACT.md §4, §5, §8, §10; issue 4).
  *
- *   contract_test [--quick] [--vectors DIR]
+ *   contract_test [--quick]
  *
  * --quick skips the payloads over 1 MiB (used under valgrind, where CPython runs ~50x slower).
- * --vectors DIR runs the shared request/response vectors (fixtures/vectors, see run_vectors()).
+ * The shared request/response vectors (fixtures/vectors) are replayed by vector_replay.c.
  * Prints one line per failed check and a summary; exit status 0 only when every check passed.
  */
 #include <pthread.h>
-#include <dirent.h>
-#include <sys/stat.h>
 
 #include "kelpie_test_support.h"
 
@@ -589,16 +587,12 @@ static void test_mcp(void)
     destroy_ok(gw);
 }
 
-#include "contract_vectors.h"
-
 int main(int argc, char **argv)
 {
-    const char *vectors = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (!strcmp(argv[i], "--vectors") && i + 1 < argc) vectors = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--quick] [--vectors DIR]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
             return 2;
         }
     }
@@ -613,7 +607,6 @@ int main(int argc, char **argv)
     test_request_cap();
     test_result_cap();
     test_mcp();
-    if (vectors) run_vectors(vectors);
     printf("contract_test: %d checks, %d failures%s\n", kt_checks, kt_failures, quick ? " (quick)" : "");
     return kt_failures ? 1 : 0;
 }
