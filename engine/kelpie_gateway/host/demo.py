@@ -47,10 +47,12 @@ class McpJourney:
         if envelope.get("success"):
             shown = dict(envelope["result"])
             if "elements" in shown:
-                shown["elements"] = f"<{len(shown['elements'])} elements>"
-            if "text" in shown:
-                shown["text"] = _short(shown["text"], 60)
-            self.say(f"  ← ok {_short(shown)}")
+                self.say(
+                    f"  ← ok snapshot {shown.get('snapshot')} of {shown.get('title')!r}: "
+                    f"{len(shown['elements'])} elements, {len(shown.get('text', ''))} characters of text"
+                )
+            else:
+                self.say(f"  ← ok {_short(shown)}")
         else:
             error = envelope.get("error", {})
             self.say(
@@ -90,7 +92,9 @@ async def run_journey(url: str, token: str, *, out: Any = None) -> None:
     )
     async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy") as client:
         j = McpJourney(client, out)
-        j.say(f"1. initialize → protocol {client.protocol_version}, server {client.server_info}")
+        info = client.server_info
+        server = f"{info.name} {info.version}" if info is not None else "?"
+        j.say(f"1. initialize → protocol {client.protocol_version}, server {server}")
         tools = await client.list_tools()
         names = [tool.name for tool in tools.tools]
         j.say(f"2. tools/list → {', '.join(names)}")
