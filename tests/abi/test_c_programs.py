@@ -15,19 +15,13 @@ from pathlib import Path
 
 from .conftest import ROOT, Abi
 
-VECTORS = ROOT / "fixtures" / "vectors"
-
 
 def run(cmd: list[str], env: dict[str, str], timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def contract_args() -> list[str]:
-    return ["--vectors", str(VECTORS)] if (VECTORS / "README.md").exists() else []
-
-
 def test_contract_program_passes_with_no_environment(abi: Abi, clean_env: dict[str, str]) -> None:
-    proc = run([str(abi.program("contract_test")), *contract_args()], clean_env)
+    proc = run([str(abi.program("contract_test"))], clean_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     match = re.search(r"contract_test: (\d+) checks, 0 failures", proc.stdout)
     assert match and int(match.group(1)) > 200, proc.stdout
