@@ -38,16 +38,45 @@ function codePoints(s) {
 }
 
 // ---------------------------------------------------------------- DOM basics (cached per run)
+// styleOf(el) answers a record whose properties are read at most once per element per run and only
+// when asked (computed-style getters dominate the reader's cost on large pages):
+// {display, visibility, pre (white space preserved), secured (-webkit-text-security), raw}.
+class StyleRecord {
+  constructor(raw) {
+    this.raw = raw;
+    this._display = this._visibility = this._pre = this._secured = undefined;
+  }
+  get display() {
+    if (this._display === undefined) this._display = this.raw.display;
+    return this._display;
+  }
+  get visibility() {
+    if (this._visibility === undefined) this._visibility = this.raw.visibility;
+    return this._visibility;
+  }
+  get pre() {
+    if (this._pre === undefined) {
+      const ws = this.raw.whiteSpaceCollapse || this.raw.whiteSpace || "";
+      this._pre = ws === "preserve" || ws === "break-spaces" || ws === "preserve-breaks" || /^pre/.test(ws);
+    }
+    return this._pre;
+  }
+  get secured() {
+    if (this._secured === undefined) {
+      const sec = this.raw.webkitTextSecurity || "";
+      this._secured = !!sec && sec !== "none";
+    }
+    return this._secured;
+  }
+}
 const styleCache = new Map();
 function styleOf(el, pseudo) {
-  if (pseudo) {
-    const view = el.ownerDocument && el.ownerDocument.defaultView;
-    return view ? view.getComputedStyle(el, pseudo) : null;
-  }
+  const view = el.ownerDocument && el.ownerDocument.defaultView;
+  if (pseudo) return view ? view.getComputedStyle(el, pseudo) : null;
   let st = styleCache.get(el);
   if (st === undefined) {
-    const view = el.ownerDocument && el.ownerDocument.defaultView;
-    st = view ? view.getComputedStyle(el) : null;
+    const raw = view ? view.getComputedStyle(el) : null;
+    st = raw ? new StyleRecord(raw) : null;
     styleCache.set(el, st);
   }
   return st;
@@ -126,8 +155,7 @@ function isEditingHost(el) {
 }
 function textSecured(el) {
   const st = styleOf(el);
-  const sec = st && (st.webkitTextSecurity || st.getPropertyValue("-webkit-text-security"));
-  return !!sec && sec !== "none";
+  return !!st && st.secured;
 }
 
 // ---------------------------------------------------------------- roles
@@ -608,26 +636,26 @@ function isNotable(el, tag, role) {
 }
 // Heuristic for a closed shadow root (unreadable from any script): a possible host with no open root whose
 // rendered box holds content its light DOM does not explain.
-function closedShadowSuspect(el, tag, st) {
-  if (el.shadowRoot || !isHTML(el)) return false;
+function closedShadowSuspect(el, tag, rec) {
   const custom = tag.includes("-");
-  if (!custom && !VALID_SHADOW_HOSTS.has(tag)) return false;
-  if (!custom && LAYOUT_CONTAINERS.has(tag)) return false;
+  if (!custom && (!VALID_SHADOW_HOSTS.has(tag) || LAYOUT_CONTAINERS.has(tag))) return false;
+  if (!isHTML(el)) return false;
+  const st = rec.raw;
+  let hasContent = false;
+  for (let n = el.firstChild; n; n = n.nextSibling) {
+    if (n.nodeType === 1 || (n.nodeType === 3 && n.data.trim())) { hasContent = true; break; }
+  }
+  if (hasContent && !custom) return false;
   const box = el.getBoundingClientRect();
   const px = (v) => parseFloat(v) || 0;
   const innerW = box.width - px(st.paddingLeft) - px(st.paddingRight) - px(st.borderLeftWidth) - px(st.borderRightWidth);
   const innerH = box.height - px(st.paddingTop) - px(st.paddingBottom) - px(st.borderTopWidth) - px(st.borderBottomWidth);
   if (innerW < 1 || innerH < 1) return false;
-  let hasContent = false;
-  for (let n = el.firstChild; n; n = n.nextSibling) {
-    if (n.nodeType === 1 || (n.nodeType === 3 && n.data.trim())) { hasContent = true; break; }
-  }
-  if (!hasContent) return custom || !LAYOUT_CONTAINERS.has(tag);
-  if (!custom) return false;
+  if (!hasContent) return true;
   const range = el.ownerDocument.createRange();
   range.selectNodeContents(el);
   const light = range.getBoundingClientRect();
-  const inline = st.display.startsWith("inline");
+  const inline = rec.display.startsWith("inline");
   return light.height + 1 < innerH || (inline && light.width + 1 < innerW);
 }
 
@@ -638,21 +666,27 @@ function closedShadowSuspect(el, tag, st) {
 function walkDocument(doc, cb) {
   let cut = false;
   const visitChildren = (parent, depth, ctx) => {
-    let kids;
-    if (parent.shadowRoot) kids = parent.shadowRoot.childNodes;
-    else if (tagOf(parent) === "slot" && parent.assignedNodes && parent.assignedNodes().length) kids = parent.assignedNodes();
-    else kids = parent.childNodes;
-    for (let i = 0; i < kids.length; i++) visit(kids[i], depth + 1, ctx);
+    if (parent.shadowRoot) {
+      for (let c = parent.shadowRoot.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx);
+      return;
+    }
+    if (parent.localName === "slot" && parent.assignedNodes) {
+      const assigned = parent.assignedNodes();
+      if (assigned.length) {
+        for (const c of assigned) visit(c, depth + 1, ctx);
+        return;
+      }
+    }
+    for (let c = parent.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx);
   };
   const visit = (n, depth, ctx) => {
     if (depth > DEPTH_MAX) { cut = true; return; }
     if (n.nodeType === 3) {
-      if (!ctx.text) return;
+      if (!ctx.text || cb.full()) return;
       const p = n.parentElement || flatParent(n);
       const st = p ? styleOf(p) : null;
       if (!st || st.visibility !== "visible") return;
-      cb.text(n.data, /^pre|^break-spaces/.test(st.whiteSpace || st.whiteSpaceCollapse || "") ||
-        st.whiteSpaceCollapse === "preserve");
+      cb.text(n.data, st.pre);
       return;
     }
     if (n.nodeType !== 1) return;
@@ -663,9 +697,9 @@ function walkDocument(doc, cb) {
     if (!st || st.display === "none") return;
     if (!isRendered(el)) return;
     if (tag === "br") { if (ctx.text) cb.newline(); return; }
-    const block = st.display !== "contents" && !st.display.startsWith("inline");
-    const atomic = st.display !== "inline" && st.display.startsWith("inline"); // inline-block, inline-flex, …
-    const visible = st.visibility === "visible";
+    const display = st.display;
+    const block = display !== "contents" && !display.startsWith("inline");
+    const atomic = display !== "inline" && display.startsWith("inline"); // inline-block, inline-flex, …
     const role = roleOf(el) || "";
     let unreadable = null;
     let frameDoc = null;
@@ -676,19 +710,20 @@ function walkDocument(doc, cb) {
         frameDoc = null;
       }
       if (!frameDoc || !frameDoc.documentElement) unreadable = frameDoc ? null : "cross-origin-frame";
-    } else if (ctx.elements && !el.shadowRoot && closedShadowSuspect(el, tag, st)) {
+    } else if (ctx.elements && closedShadowSuspect(el, tag, st) && !el.shadowRoot) {
       unreadable = "closed-shadow-root";
     }
-    if (ctx.elements && visible) {
+    if (ctx.elements) {
       const interactive = isInteractive(el, tag, role);
       const notable = !interactive && isNotable(el, tag, role);
-      if (interactive || notable || unreadable) cb.element(el, { tag, role, interactive: interactive || !!unreadable, notable, unreadable });
+      if ((interactive || notable || unreadable) && st.visibility === "visible") cb.element(el, { tag, role, interactive: interactive || !!unreadable, notable, unreadable });
     }
     // Value contexts: never descend for text or elements.
     if (tag === "textarea" || tag === "select" || tag === "input" || tag === "option" || tag === "optgroup" ||
         tag === "datalist" || tag === "object" || tag === "embed" || tag === "canvas") return;
     let inner = ctx;
-    if (isEditable(el) || textSecured(el)) inner = { text: false, elements: false };
+    if (isEditable(el)) inner = { text: false, elements: false };
+    else if (ctx.text && !cb.full() && textSecured(el)) inner = { text: false, elements: ctx.elements };
     if (block && inner.text) cb.block();
     else if (atomic && inner.text) cb.space();
     if (frameDoc && frameDoc.documentElement) {
@@ -761,6 +796,7 @@ function readDocument(maxChars, maxElements) {
     text: (d, pre) => sink.text(d, pre),
     block: () => sink.block(),
     space: () => sink.space(),
+    full: () => sink.full(),
     newline: () => sink.newline(),
     element: (el, info) => {
       info.el = el;
