@@ -52,7 +52,13 @@ def loads(data: str | bytes | bytearray | memoryview, *, cap: int = MAX_REQUEST_
 
 def _repair(value: Any) -> Any:
     if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            # UTF-16 round trip: a surrogate pair stored as two code points recombines; every lone
+            # surrogate becomes exactly one U+FFFD.
+            return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     if isinstance(value, Mapping):
         return {_repair(k): _repair(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -10,10 +10,12 @@ Theory of operation
   such element), ``CROSS_TAB_REF`` (another tab's snapshot), ``STALE_SNAPSHOT`` (an older snapshot of
   the same tab), ``REFS_INVALIDATED`` (the latest snapshot, invalidated since), ``TAB_STALE`` (the
   tab has since reported a newer document ``generation`` without an invalidation reaching us).
-* :meth:`RefStore.enqueue` may be called from any thread at any time: it appends to a
-  ``collections.deque`` (atomic in CPython) and takes no lock, so it can never wait for the gateway's
-  transaction lock. The gateway calls :meth:`drain` under its lock at the start of every ``begin``,
-  ``next``, ``advance`` and ``cancel``.
+* :meth:`RefStore.enqueue` may be called from any thread at any time. It never takes the gateway's
+  transaction lock: it adds the tab to a *coalescing* queue (a set plus an "all tabs" flag) guarded by
+  its own lock, held only for a set insertion. Coalescing keeps the queue bounded by the number of
+  distinct tabs however fast a renderer thread invalidates (an append-only queue grew without bound
+  under eight spamming threads and its drain never caught up). The gateway calls :meth:`drain` under its
+  lock at the start of every ``begin``, ``next``, ``advance`` and ``cancel``.
 * Each tab has an *epoch* that every drained invalidation of it (or of all tabs) bumps; a read records
   the epoch when dispatched and is discarded ``RENDERER_CHANGED`` if it moved meanwhile.
 * Old snapshot ids are remembered (to tell ``STALE_SNAPSHOT``/``CROSS_TAB_REF`` from ``UNKNOWN_REF``)
@@ -24,13 +26,13 @@ Theory of operation
 from __future__ import annotations
 
 import re
-from collections import OrderedDict, deque
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Final
 
 SNAPSHOT_MEMORY: Final = 65_536
 _REF_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})e([1-9][0-9]{0,5})$")
-_ALL: Final = object()
 
 
 class RefError(Exception):
@@ -52,10 +54,12 @@ class _TabRefs:
 
 
 class RefStore:
-    """Snapshot and ref bookkeeping for one gateway. Not thread-safe except :meth:`enqueue`."""
+    """Snapshot and ref bookkeeping for one gateway. Only :meth:`enqueue` may be called from any thread."""
 
     def __init__(self) -> None:
-        self._queue: deque[object] = deque()
+        self._queue_lock = threading.Lock()
+        self._queued_tabs: set[str] = set()
+        self._queued_all = False
         self._tabs: dict[str, _TabRefs] = {}
         self._owner: OrderedDict[int, str] = OrderedDict()
         self._last_snapshot = 0
@@ -65,21 +69,25 @@ class RefStore:
 
     # ------------------------------------------------------------- invalidation queue
     def enqueue(self, tab_id: str | None) -> None:
-        """Queue an invalidation of ``tab_id`` (None = every tab). Any thread; never blocks."""
-        self._queue.append(_ALL if tab_id is None else tab_id)
+        """Queue an invalidation of ``tab_id`` (None = every tab). Any thread; never takes the
+        transaction lock (only the queue's own lock, for one set insertion)."""
+        with self._queue_lock:
+            if tab_id is None:
+                self._queued_all = True
+            else:
+                self._queued_tabs.add(tab_id)
 
     def drain(self) -> None:
         """Apply every queued invalidation (caller holds the gateway lock)."""
-        queue = self._queue
-        while queue:
-            try:
-                item = queue.popleft()
-            except IndexError:  # pragma: no cover - raced with nothing: only we pop
-                break
-            if item is _ALL:
-                self.invalidate_all()
-            else:
-                self.invalidate(str(item))
+        if not self._queued_all and not self._queued_tabs:
+            return  # racy read is fine: a concurrent enqueue is applied by the next call
+        with self._queue_lock:
+            everything, tabs = self._queued_all, self._queued_tabs
+            self._queued_all, self._queued_tabs = False, set()
+        if everything:
+            self.invalidate_all()
+        for tab_id in tabs:
+            self.invalidate(tab_id)
 
     def invalidate(self, tab_id: str) -> None:
         """Invalidate ``tab_id``'s refs now (caller holds the lock)."""

@@ -17,6 +17,7 @@ the right type but an unsupported value (``format:"jpeg"``, ``fullPage:true``) i
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -379,6 +380,10 @@ def validate_request(request: Any) -> tuple[Any, Method | None, str, JsonObject]
     request_id = request.get("id")
     if not (request_id is None or isinstance(request_id, str | int | float)) or isinstance(request_id, bool):
         raise ParamError("INVALID_REQUEST", "/id", "must be a string, a number or null")
+    if isinstance(request_id, int) and not -(2**63) <= request_id < 2**64:
+        raise ParamError("INVALID_REQUEST", "/id", "an integer id must fit in 64 bits")
+    if isinstance(request_id, float) and not math.isfinite(request_id):
+        raise ParamError("INVALID_REQUEST", "/id", "must be a finite number")
     for key in request:
         if key not in _REQUEST_KEYS:
             raise _with_id(ParamError("INVALID_REQUEST", f"/{_escape(key)}", "unknown field"), request_id)

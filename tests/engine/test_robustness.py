@@ -1,0 +1,140 @@
+"""Bad input of every kind gets an envelope or a rejected step, never an exception, and leaves the
+gateway usable (CONTRACT.md §4, §5, §8; DEVELOPERS.md "errors are values")."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kelpie_gateway import Gateway
+
+from tests.engine.kit import make, ok, req, response, run
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+def _usable(gw: Gateway) -> None:
+    step = gw.begin(req("tabs.list", rid="probe"))
+    assert step["step"] == "authorize", step
+    assert gw.cancel({"transaction": step["transaction"], "reason": "cancelled"})["step"] == "complete"
+
+
+BAD_REQUESTS: list[Any] = [
+    b"", b"\xff\xfe", b"nul", b"[", "{\"version\":1,\"method\":\"tabs.list\",\"id\":\"\\ud800\"}",
+    b"[]", b"42", b"null", "\"string\"", {"version": 1}, {"method": "tabs.list"},
+    {"version": True, "method": "tabs.list"}, {"version": 1.0, "method": "tabs.list"},
+    {"version": 1, "method": 7}, {"version": 1, "method": "tabs.list", "params": []},
+    {"version": 1, "method": "tabs.list", "params": {"x": 1}}, {"version": 1, "method": "tabs.list", "extra": 1},
+    {"version": 1, "method": "tabs.list", "id": {"nested": 1}}, {"version": 1, "method": "tabs.list", "id": True},
+    req("tab.snapshot", tabId="A", timeoutMs=10.0), req("tab.snapshot", tabId="A", timeoutMs=10.5),
+    req("tab.snapshot", tabId="A", timeoutMs="10"), req("tab.snapshot", tabId="A", timeoutMs=-1),
+    req("tab.snapshot", tabId="A", timeoutMs=30001), req("tab.snapshot", tabId="A", maxElements=201),
+    req("tab.type", tabId="A", ref="s1e1", text=""), req("tab.type", tabId="A", ref="s1e1", text="x" * 200_001),
+    req("tab.navigate", tabId="A", url="javascript:alert(1)"), req("tab.navigate", tabId="A", url="file:///etc"),
+    req("tab.click", tabId="A", ref=""), req("tab.click", tabId="A", ref="x" * 65), req("tab.click", tabId="", ref="a"),
+    req("tab.click", tabId="A", ref="\ud800"), b"[" * 5000 + b"]" * 5000,
+    json.dumps({"version": 1, "method": "tabs.list", "params": {"a": [[[[[[[]]]]]]]}}).encode(),
+    "{\"version\":1,\"method\":\"tabs.list\"}\x00", b'{"version":1,"method":"tabs.list","params":{}} trailing',
+    {"version": 1, "method": "tabs.list", "id": 2**70},
+]
+
+
+@pytest.mark.parametrize("bad", BAD_REQUESTS, ids=[f"bad{i}" for i in range(len(BAD_REQUESTS))])
+def test_bad_requests_get_envelopes(bad: Any) -> None:
+    gw = make()
+    step = gw.begin(bad)
+    assert step["step"] == "complete"
+    env = step["response"]
+    assert env["success"] is False and env["mayHaveCompleted"] is False
+    assert env["error"]["code"] in {"INVALID_JSON", "INVALID_REQUEST", "INVALID_PARAMS", "UNSUPPORTED_METHOD",
+                                    "REQUEST_TOO_LARGE", "UNKNOWN_REF"}, env
+    _usable(gw)
+
+
+def test_lone_surrogates_from_the_page_never_reach_the_output() -> None:
+    gw = make()
+
+    def renderer(kind: str, step: dict[str, Any]) -> dict[str, Any]:
+        return {"success": True, "generation": 1, "value": {
+            "url": "http://x/\ud800", "title": "T\udfff", "text": "a\ud83d" + "😀" * 10, "truncated": False,
+            "elements": [{"handle": "0123456789abcdef-1", "tag": "a", "role": "link", "label": "\udc00x"}]}}
+
+    out = response(run(gw, req("tab.snapshot", tabId="A", maxChars=5), renderer))["result"]
+    text = json.dumps(out, ensure_ascii=False)
+    text.encode("utf-8")  # would raise on a lone surrogate
+    assert out["text"] == "a\ufffd😀" and out["truncated"] is True  # 5 UTF-16 units; the pair is not split
+    assert out["elements"][0]["label"] == "\ufffdx" and out["title"] == "T\ufffd"
+
+
+@given(json_values)
+@settings(max_examples=300, deadline=None)
+def test_random_json_never_raises_anywhere(value: Any) -> None:
+    gw = make(targeting="selected")
+    for call in (gw.begin, gw.advance, gw.cancel):
+        out = call(value)
+        assert out["step"] in {"complete", "rejected", "authorize"}
+        if out["step"] == "authorize":
+            gw.cancel({"transaction": out["transaction"], "reason": "cancelled"})
+    gw.next(value if isinstance(value, str) else None)
+    _usable(gw)
+
+
+@given(st.binary(max_size=200))
+@settings(max_examples=300, deadline=None)
+def test_random_bytes_never_raise(data: bytes) -> None:
+    gw = make()
+    for call in (gw.begin, gw.advance, gw.cancel):
+        assert call(data)["step"] in {"complete", "rejected", "authorize"}
+    assert gw.next() in ({"step": "idle"},) or gw.next()["step"] == "authorize"
+
+
+@given(json_values)
+@settings(max_examples=300, deadline=None)
+def test_any_renderer_result_completes_the_transaction(value: Any) -> None:
+    gw = make()
+    for request in (req("tab.snapshot", tabId="A"), req("tab.navigate", tabId="A", url="https://x.test/"),
+                    req("tabs.list"), req("tab.screenshot", tabId="A")):
+        step = ok(gw, gw.begin(request))
+        assert step["step"] == "dispatch"
+        for result in (value, {"success": True, "value": value, "tabs": value, "data": value}):
+            out = gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": result})
+            if out["step"] == "complete":
+                break
+        assert out["step"] == "complete", out
+        env = out["response"]
+        if not env["success"]:
+            assert env["mayHaveCompleted"] is (request["method"] == "tab.navigate")
+        gw._reconcile.clear()
+
+
+@pytest.mark.parametrize("bad", [None, 1, "x", [], {"transaction": 1, "seq": 1, "result": {}},
+                                 {"transaction": "t1"}, {"transaction": "t1", "seq": "1", "result": {}},
+                                 {"transaction": "t1", "seq": 1, "result": {}, "more": 1},
+                                 {"transaction": "t1", "retire": "yes"}])
+def test_malformed_advance_is_rejected_and_changes_nothing(bad: Any) -> None:
+    gw = make()
+    step = gw.begin(req("tabs.list"))
+    out = gw.advance(bad)
+    assert out["step"] == "rejected" and out["error"]["code"] in {"INVALID_REQUEST", "STALE_STEP"}
+    assert gw.next() == step
+
+
+def test_malformed_authorization_result_is_rejected_and_step_stays() -> None:
+    gw = make()
+    step = gw.begin(req("tabs.list"))
+    out = gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": {"ok": True}})
+    assert out["step"] == "rejected" and out["error"]["code"] == "INVALID_REQUEST"
+    assert gw.next() == step
+
+
+def test_invalidate_refs_ignores_non_strings() -> None:
+    gw = make()
+    gw.invalidate_refs(123)  # type: ignore[arg-type]
+    _usable(gw)
