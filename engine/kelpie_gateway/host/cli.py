@@ -19,6 +19,7 @@ import asyncio
 import http.client
 import json
 import os
+import signal
 import socket
 import sys
 import urllib.error
@@ -311,6 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
+    if args.command in ("call", "pair"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kelpie-gateway call … | head` ends quietly
     code: int = args.func(args)
     return code
 
