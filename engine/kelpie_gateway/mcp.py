@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import binascii
 import re
+import threading
 import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -106,6 +107,8 @@ UNKNOWN_OUTCOME_NEXT_STEP: Final = (
 Render = Callable[[JsonObject], Any]
 
 _CACHE: weakref.WeakKeyDictionary[Gateway, dict[str, Any]] = weakref.WeakKeyDictionary()
+_CACHE_LOCK: Final = threading.Lock()
+"""Gateways lock themselves; the cache is shared between gateways, so it has its own lock."""
 
 
 class _RpcError(Exception):
@@ -407,10 +410,12 @@ def tool_response(rid: Any, envelope: JsonObject, *, image: bool = False) -> Jso
 
 def _cached(gw: Gateway) -> dict[str, Any]:
     """Per-gateway tools list and instructions (the config is immutable, so computed once)."""
-    entry = _CACHE.get(gw)
+    with _CACHE_LOCK:
+        entry = _CACHE.get(gw)
     if entry is None:
         entry = {"tools": list_tools(gw), "instructions": instructions(gw)}
-        _CACHE[gw] = entry
+        with _CACHE_LOCK:
+            _CACHE[gw] = entry
     return entry
 
 
