@@ -1,0 +1,77 @@
+"""The reader over every entry page of the third-party corpus (../shared/corpus/pages.txt, 107 pages).
+
+Served per MANIFEST.md: each group folder is its own document root, only loopback is reachable. For
+each page: the snapshot and the selector snapshot evaluate without an exception, are bounded and
+well-formed (contract §8), every selector matches exactly one node, and no form value leaks: before
+reading, every text field, textarea and contenteditable region is given a marker value and every
+select a marker option, and the marker must appear nowhere in either answer.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import CORPUS, Site
+from playwright.sync_api import Page
+from readerhelp import Reader, dumps
+
+PAGES = (
+    [line.strip() for line in (CORPUS / "pages.txt").read_text().splitlines() if line.strip()]
+    if (CORPUS / "pages.txt").is_file()
+    else []
+)
+
+MARK_VALUES = """() => {
+  let n = 0;
+  const mark = () => 'KLPMARK' + (n++) + 'X';
+  const docs = [document];
+  for (const f of document.querySelectorAll('iframe, frame')) {
+    try { if (f.contentDocument) docs.push(f.contentDocument); } catch (e) {}
+  }
+  for (const doc of docs) {
+    for (const el of doc.querySelectorAll('input, textarea')) {
+      const t = (el.getAttribute('type') || 'text').toLowerCase();
+      if (el.tagName === 'TEXTAREA' || ['text', 'search', 'url', 'tel', 'email', 'password', ''].includes(t)) {
+        el.value = mark();
+      }
+    }
+    for (const el of doc.querySelectorAll('select')) el.add(new Option(mark(), 'x', true, true));
+    for (const el of doc.querySelectorAll('[contenteditable]')) {
+      if (el.isContentEditable) el.appendChild(doc.createTextNode(mark()));
+    }
+  }
+  return n;
+}"""
+
+
+def test_corpus_is_complete() -> None:
+    if not PAGES:
+        pytest.skip(f"third-party corpus not found at {CORPUS}")
+    assert len(PAGES) == 107
+
+
+@pytest.mark.parametrize("entry", PAGES)
+def test_reader_on_corpus_page(page: Page, corpus_sites: dict[str, Site], entry: str) -> None:
+    group, _, path = entry.partition("/")
+    page.goto(corpus_sites[group].url(path), wait_until="load", timeout=20000)
+    r = Reader(page)
+    marked = page.evaluate(MARK_VALUES)
+    snap = r.snapshot()
+    small = r.snapshot(max_chars=300, max_elements=10)
+    sel = r.selector_snapshot(maxChars=2000, maxElements=100)
+    for answer in (snap, small, sel):
+        assert "KLPMARK" not in dumps(answer), f"a form value leaked ({marked} fields marked)"
+    if entry == "playwright/screenshots/controls.html":
+        out = dumps(snap).replace('"type": "password"', "")
+        assert "password" not in out
+        kinds = [e.get("type", e["tag"]) for e in snap["elements"]]
+        assert kinds == ["checkbox", "color", "date", "number", "password", "text", "select"]
+    # A smaller bound cuts honestly.
+    if len(snap["elements"]) > 10 or len(snap["text"]) > 300:
+        assert small["truncated"] is True
+    # Handles are fresh per snapshot; every selector resolves to exactly its own node.
+    assert len({e["handle"] for e in small["elements"]}) == len(small["elements"])
+    selectors = [e["selector"] for e in sel["elements"] if e["selector"]]
+    counts = page.evaluate(
+        "sels => sels.map(s => document.querySelectorAll(s).length)", selectors
+    )
+    assert counts == [1] * len(selectors)
