@@ -13,6 +13,7 @@ valid JSON Schema 2020-12 object schema (``"type": "object"``, as MCP requires o
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -21,9 +22,13 @@ from . import jsonio
 from .errors import GatewayConfigError, JsonObject, failure
 from .schema import strict_validator
 
-NAME_PATTERN: Final = r"^[a-z][a-z0-9_]{0,63}$"
-KEBAB_PATTERN: Final = r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$"
+NAME_PATTERN: Final = r"^[a-z][a-z0-9_]{0,63}(?!\n)$"
+KEBAB_PATTERN: Final = r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?!\n)$"
+"""``(?!\n)$``: end of string in both Python ``re`` and ECMAScript (Python's bare ``$`` also matches
+before a final newline)."""
 MAX_LIST: Final = 256
+_NAME_RE: Final = re.compile(NAME_PATTERN)
+_KEBAB_RE: Final = re.compile(KEBAB_PATTERN)
 
 
 def config_json_schema() -> JsonObject:
@@ -165,6 +170,14 @@ def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
         err = errors[0]
         raise _fail(_pointer(err.absolute_path), err.message[:300])
     native = data.get("nativeMethods", [])
+    for i, name in enumerate(native):  # JSON Schema's "$" (Python re.search) accepts a trailing newline
+        if _KEBAB_RE.fullmatch(name) is None:
+            raise _fail(f"/nativeMethods/{i}", f"must match {KEBAB_PATTERN}")
+    for i, d in enumerate(data.get("extensions", [])):
+        if _NAME_RE.fullmatch(d["name"]) is None:
+            raise _fail(f"/extensions/{i}/name", f"must match {NAME_PATTERN}")
+        if _KEBAB_RE.fullmatch(d["method"]) is None:
+            raise _fail(f"/extensions/{i}/method", f"must match {KEBAB_PATTERN}")
     extensions: list[Extension] = []
     seen: set[str] = set()
     for i, d in enumerate(data.get("extensions", [])):

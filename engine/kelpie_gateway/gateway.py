@@ -15,6 +15,7 @@ Thread safety: every public method but :meth:`Gateway.invalidate_refs` takes the
 
 from __future__ import annotations
 
+import binascii
 import re
 import secrets
 import threading
@@ -596,7 +597,7 @@ class Gateway:
                     "STALE_STEP", f"transaction {tid!r} has no cancelled dispatch awaiting retirement"
                 )
             return self._retire(txn)
-        if set(msg) != {"transaction", "seq", "result"}:
+        if len(msg) != 3 or "seq" not in msg or "result" not in msg:
             extra = sorted(set(msg) - {"transaction", "seq", "result"})
             what = f"unknown field(s) {extra}" if extra else "'seq' and 'result' are required"
             return rejected("INVALID_REQUEST", f"advance takes {{transaction, seq, result}}: {what}")
@@ -734,15 +735,31 @@ class Gateway:
     def _parse_tabs(self, result: JsonObject) -> list[JsonObject]:
         raw = _field(result, "tabs", list, "get-tabs")
         tabs = []
+        repair = jsonio.repair_surrogates
         for i, t in enumerate(raw):
-            where = f"get-tabs tabs[{i}]"
+            if not isinstance(t, dict):
+                raise _Malformed(f"get-tabs tabs[{i}]: not an object")
+            tab_id, gen, url, title, active = (
+                t.get(k) for k in ("tabId", "generation", "url", "title", "active")
+            )
+            if not (
+                isinstance(tab_id, str)
+                and type(gen) is int
+                and isinstance(url, str)
+                and isinstance(title, str)
+                and isinstance(active, bool)
+            ):
+                raise _Malformed(
+                    f"get-tabs tabs[{i}]: needs tabId (string), generation (integer), url, title "
+                    "(strings) and active (boolean)"
+                )
             tabs.append(
                 {
-                    "tabId": _field(t, "tabId", str, where),
-                    "generation": _field(t, "generation", int, where),
-                    "url": jsonio.repair_surrogates(_field(t, "url", str, where)),
-                    "title": jsonio.repair_surrogates(_field(t, "title", str, where)),
-                    "active": _field(t, "active", bool, where),
+                    "tabId": tab_id,
+                    "generation": gen,
+                    "url": repair(url),
+                    "title": repair(title),
+                    "active": active,
                 }
             )
         for t in tabs:
@@ -799,6 +816,10 @@ class Gateway:
             }
             if _field(result, "mimeType", str, "screenshot") != "image/png":
                 raise _Malformed("screenshot: mimeType must be image/png")
+            try:
+                binascii.a2b_base64(out["data"], strict_mode=True)
+            except (binascii.Error, ValueError):
+                raise _Malformed("screenshot: data is not valid base64") from None
             return self._finish(txn, success(rid, out))
         value = result.get("value")
         if name == "tab.snapshot":

@@ -36,7 +36,11 @@ MAX_URL_CHARS: Final = 65_536
 MAX_TAB_ID_CHARS: Final = 256
 MAX_REF_CHARS: Final = 64
 MAX_EXTENSION_TOOL_NAMES: Final = 20
-URL_PATTERN: Final = r"^(?:[hH][tT][tT][pP][sS]?://[^\s]+|about:blank)$"
+_NOT_SPACE: Final = r"[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+URL_PATTERN: Final = r"^(?:[hH][tT][tT][pP][sS]?://" + _NOT_SPACE + r"+|about:blank)(?!\n)$"
+r"""Same meaning in Python ``re`` and ECMAScript: explicit code points instead of ``\s`` (whose members
+differ between the two), and ``(?!\n)$`` so that Python's ``$`` (which also matches before a final
+newline) means "end of string" as in ECMAScript. JSON Schema users see this pattern; ``tools/generate.py`` checks the two engines agree."""
 _URL_RE: Final = re.compile(URL_PATTERN)
 
 
@@ -334,7 +338,7 @@ def _check_param(p: Param, value: Any, pointer: str) -> None:
             raise ParamError(
                 "INVALID_PARAMS", pointer, f"must have at most {p.max_length} code points (has {n})"
             )
-        if p.pattern is not None and _URL_RE.match(value) is None:
+        if p.pattern is not None and _URL_RE.fullmatch(value) is None:
             raise ParamError("INVALID_PARAMS", pointer, "must be an http(s) URL or about:blank")
     if p.supported is not None and value not in p.supported:
         raise ParamError("OPTION_UNSUPPORTED", pointer, f"only {list(p.supported)!r} is supported")
@@ -455,7 +459,7 @@ def request_json_schema(methods: list[str] | None = None) -> JsonObject:
         "title": "Kelpie canonical request v1",
         "type": "object",
         "properties": {
-            "version": {"const": VERSION},
+            "version": {"type": "integer", "const": VERSION},
             "id": {"type": ["string", "number", "null"]},
             "method": {"enum": names},
             "params": {"type": "object"},
@@ -465,7 +469,8 @@ def request_json_schema(methods: list[str] | None = None) -> JsonObject:
         "allOf": [
             {
                 "if": {"properties": {"method": {"const": n}}, "required": ["method"]},
-                "then": {"properties": {"params": params_json_schema(METHODS[n])}},
+                "then": {"properties": {"params": params_json_schema(METHODS[n])}}
+                | ({"required": ["params"]} if any(p.required for p in METHODS[n].params) else {}),
             }
             for n in names
         ],
