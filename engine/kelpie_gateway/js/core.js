@@ -387,8 +387,9 @@ function textAlt(el, o) {
     o.visited.add(el);
     return accumulate(el, o);
   }
-  // 2A hidden, not referenced
-  if (!o.hiddenRef && isHiddenForAria(el)) {
+  // 2A hidden, not referenced. For the element being named itself only rendering counts: a visible
+  // control under an aria-hidden ancestor still gets its name (the snapshot only lists visible elements).
+  if (!o.hiddenRef && (o.self ? !isRendered(el) || styleOf(el).visibility !== "visible" : isHiddenForAria(el))) {
     o.visited.add(el);
     return "";
   }
@@ -828,7 +829,7 @@ function describe(info, flags) {
   const cutName = cutUnits(wellFormed(accessibleName(el)), LABEL_MAX);
   if (cutName.cut) flags.truncated = true;
   out.label = cutName.text;
-  if (!out.label && info.interactive && NAME_PROHIBITED.has(out.role)) {
+  if (!out.label && info.interactive) {
     // A clickable generic element has no accessible name; give its visible text instead.
     const visited = new Set();
     const text = cutUnits(wellFormed(flat(accumulate(el, { visited, desc: true }))), LABEL_MAX);
