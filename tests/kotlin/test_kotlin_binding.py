@@ -43,6 +43,7 @@ KOTLIN_TESTS = [
     "driver_policy_denies",
     "driver_timeout_cancels_and_late_result_retires",
     "driver_handler_failures_complete_the_transaction",
+    "driver_after_close_completes_instead_of_throwing",
     "invalidate_refs_from_another_thread_during_a_transaction",
     "concurrent_threads_on_one_gateway_busy_or_complete",
     "concurrent_threads_each_with_its_own_gateway",

@@ -7,6 +7,7 @@
  *                  too slow        -> cancel(T, timeout) now; the late result is passed to advance when it
  *                                     arrives, so the lane retires (answer "retired", see onLateStep)
  *                  handler threw   -> advance({success:false, error:{RENDERER_FAILED}})
+ *                  not runnable    -> (executor shut down) RENDERER_FAILED, mayHaveCompleted:false
  *   complete / rejected / other -> return it
  */
 package kelpie.gateway
@@ -16,6 +17,7 @@ import java.util.concurrent.CompletableFuture
 import java.util.concurrent.ExecutionException
 import java.util.concurrent.ExecutorService
 import java.util.concurrent.Executors
+import java.util.concurrent.RejectedExecutionException
 import java.util.concurrent.ThreadFactory
 import java.util.concurrent.TimeUnit
 import java.util.concurrent.TimeoutException
@@ -79,7 +81,14 @@ class GatewayDriver @JvmOverloads constructor(
                 failure("RENDERER_FAILED", "the host has no handler for ${d.method}", mayHaveCompleted = false)
             )
         val params = d.params.toString()
-        val future = CompletableFuture.supplyAsync(java.util.function.Supplier { handler(params) }, executor)
+        val future = try {
+            CompletableFuture.supplyAsync(java.util.function.Supplier { handler(params) }, executor)
+        } catch (e: RejectedExecutionException) { // executor shut down: the handler was never invoked
+            return gateway.advance(
+                d.transaction, d.seq,
+                failure("RENDERER_FAILED", "the driver's executor refused the handler: $e", mayHaveCompleted = false)
+            )
+        }
         val result = try {
             future.get(d.timeoutMs, TimeUnit.MILLISECONDS)
         } catch (e: TimeoutException) {

@@ -413,6 +413,17 @@ fun defineTests() {
         }
     }
 
+    test("driver_after_close_completes_instead_of_throwing") {
+        withGateway(NAV_CONFIG) { gw ->
+            val driver = GatewayDriver(gw, mapOf<String, NativeHandler>("navigate" to navigateOk))
+            driver.close()
+            val c = expectStep<Step.Complete>(driver.request(navigate(1000)), "after close")
+            eq("RENDERER_FAILED", c.errorCode, "code")
+            eq(false, c.mayHaveCompleted, "the handler never ran")
+            expectStep<Step.Idle>(gw.next(), "nothing left pending")
+        }
+    }
+
     // ---------------------------------------------------------------- threads
     test("invalidate_refs_from_another_thread_during_a_transaction") {
         withGateway { gw ->
