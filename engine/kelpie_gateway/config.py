@@ -3,7 +3,7 @@
 :func:`parse_config` validates every field once at create, applies defaults, compiles each
 extension's ``inputSchema`` once, and raises :class:`~kelpie_gateway.errors.GatewayConfigError` whose
 envelope message starts with the JSON Pointer of the first bad field, e.g.
-``config /extensions/1/name: must match ^[a-z][a-z0-9_]{0,63}$``. Nothing is created on error.
+``/extensions/1/name: duplicate extension name 'x' (config)``. Nothing is created on error.
 
 Choices where the contract is silent (see ``docs/contract-notes.md``): the config error code is
 ``INVALID_REQUEST``; duplicate ``nativeMethods`` are refused; an extension's ``inputSchema`` must be a
@@ -135,7 +135,7 @@ _VALIDATOR: Any = None
 
 
 def _fail(pointer: str, message: str) -> GatewayConfigError:
-    return GatewayConfigError(failure(None, "INVALID_REQUEST", f"config {pointer or '/'}: {message}"))
+    return GatewayConfigError(failure(None, "INVALID_REQUEST", f"{pointer or '/'}: {message} (config)"))
 
 
 def _pointer(path: Any) -> str:
@@ -151,7 +151,7 @@ def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
         try:
             data = jsonio.loads(raw)
         except jsonio.JsonError as exc:
-            raise GatewayConfigError(failure(None, exc.code, f"config: {exc}")) from None
+            raise GatewayConfigError(failure(None, exc.code, f"/: {exc} (config)")) from None
     elif isinstance(raw, Mapping):
         try:
             data = jsonio.loads(jsonio.dumps(dict(raw)))

@@ -93,7 +93,7 @@ class GatewayConfigError(ValueError):
 
     ``.envelope`` is the same failure envelope the C ABI returns through ``error_json_out``:
     ``{"version":1,"id":null,"success":false,"error":{"code":"INVALID_REQUEST",...},"mayHaveCompleted":false}``
-    whose message starts with the JSON Pointer of the bad field (e.g. ``/extensions/0/name``).
+    whose message starts with the JSON Pointer of the bad field (e.g. ``/extensions/0/name: …``).
     """
 
     def __init__(self, envelope: JsonObject) -> None:

@@ -569,7 +569,7 @@ class Gateway:
         if isinstance(data, str | bytes | bytearray | memoryview):
             size = len(data)
             try:
-                return jsonio.loads(data, cap=cap), size
+                return jsonio.loads(data, cap=cap, lone_surrogates=True), size
             except jsonio.JsonError as exc:
                 raise _Refusal("INVALID_REQUEST", str(exc)) from None
         if isinstance(data, Mapping):

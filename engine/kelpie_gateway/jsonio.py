@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -28,8 +29,26 @@ class JsonError(ValueError):
         self.code = code
 
 
-def loads(data: str | bytes | bytearray | memoryview, *, cap: int = MAX_REQUEST_BYTES) -> Any:
-    """Parse JSON text of at most ``cap`` UTF-8 bytes; raises :class:`JsonError` only."""
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _lenient(raw: bytes | bytearray | memoryview) -> Any:
+    """Parse JSON whose only fault is lone-surrogate escapes (``"\\ud800"``): grammatical JSON that a
+    page's text produces through CDP or WebKit. The strings are repaired to U+FFFD."""
+    try:
+        return _repair(json.loads(bytes(raw), parse_constant=_refuse_constant))
+    except (ValueError, RecursionError) as exc:
+        raise JsonError("INVALID_JSON", f"not valid JSON: {exc}") from None
+
+
+def loads(
+    data: str | bytes | bytearray | memoryview, *, cap: int = MAX_REQUEST_BYTES, lone_surrogates: bool = False
+) -> Any:
+    """Parse JSON text of at most ``cap`` UTF-8 bytes; raises :class:`JsonError` only.
+
+    ``lone_surrogates=True`` (renderer results, CONTRACT.md §8) accepts ``\\uD800``-style escapes of lone
+    surrogates and replaces them with U+FFFD; requests from clients are refused ``INVALID_JSON`` instead."""
     if isinstance(data, str):
         try:
             raw: bytes | bytearray | memoryview = data.encode("utf-8")
@@ -47,6 +66,8 @@ def loads(data: str | bytes | bytearray | memoryview, *, cap: int = MAX_REQUEST_
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if lone_surrogates and "surrogate" in str(exc):
+            return _lenient(raw)
         raise JsonError("INVALID_JSON", f"not valid JSON: {exc}") from None
 
 

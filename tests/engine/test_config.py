@@ -43,7 +43,8 @@ def test_invalid_config_names_the_field(config: dict[str, Any], pointer: str) ->
     env = info.value.envelope
     assert env["success"] is False and env["mayHaveCompleted"] is False
     assert env["error"]["code"] == "INVALID_REQUEST"
-    assert env["error"]["message"].startswith(f"config {pointer or '/'}:"), env["error"]["message"]
+    assert env["error"]["message"].startswith(f"{pointer or '/'}: "), env["error"]["message"]
+    assert env["error"]["message"].endswith("(config)")
 
 
 @pytest.mark.parametrize("text", [b"", b"{", b"[]", b"null", b'{"pinnedTab": "\\ud800"}'])

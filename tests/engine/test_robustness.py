@@ -134,6 +134,19 @@ def test_malformed_authorization_result_is_rejected_and_step_stays() -> None:
     assert gw.next() == step
 
 
+def test_lone_surrogate_escapes_in_renderer_results_are_replaced_not_refused() -> None:
+    gw = make()
+    step = ok(gw, gw.begin(req("tab.snapshot", tabId="A")))
+    text = (
+        '{"transaction":"%s","seq":%d,"result":{"success":true,"value":{"url":"http://x/","title":"\\ud800",'
+        '"text":"a\\udc00b","truncated":false,"elements":[]}}}' % (step["transaction"], step["seq"])
+    )
+    out = response(gw.advance(text))
+    assert out["success"] and out["result"]["title"] == "\ufffd" and out["result"]["text"] == "a\ufffdb"
+    # a client's request with the same escape is refused, not repaired
+    assert response(gw.begin('{"version":1,"method":"tabs.list","id":"\\ud800"}'))["error"]["code"] == "INVALID_JSON"
+
+
 def test_invalidate_refs_ignores_non_strings() -> None:
     gw = make()
     gw.invalidate_refs(123)  # type: ignore[arg-type]
