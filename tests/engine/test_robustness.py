@@ -137,9 +137,10 @@ def test_malformed_authorization_result_is_rejected_and_step_stays() -> None:
 def test_lone_surrogate_escapes_in_renderer_results_are_replaced_not_refused() -> None:
     gw = make()
     step = ok(gw, gw.begin(req("tab.snapshot", tabId="A")))
-    text = (
-        '{"transaction":"%s","seq":%d,"result":{"success":true,"value":{"url":"http://x/","title":"\\ud800",'
-        '"text":"a\\udc00b","truncated":false,"elements":[]}}}' % (step["transaction"], step["seq"])
+    head = f'{{"transaction":"{step["transaction"]}","seq":{step["seq"]},'
+    text = head + (
+        '"result":{"success":true,"value":{"url":"http://x/","title":"\\ud800",'
+        '"text":"a\\udc00b","truncated":false,"elements":[]}}}'
     )
     out = response(gw.advance(text))
     assert out["success"] and out["result"]["title"] == "\ufffd" and out["result"]["text"] == "a\ufffdb"
