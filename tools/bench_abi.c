@@ -126,7 +126,7 @@ int main(int argc, char **argv)
 
     /* the latency array is allocated and touched before the warm-up RSS sample, so it is not "growth" */
     lat = (double *)malloc(sizeof(double) * (size_t)n_tx);
-    memset(lat, 0, sizeof(double) * (size_t)n_tx);
+    memset(lat, 0xff, sizeof(double) * (size_t)n_tx); /* not 0: malloc+memset(0) may become calloc */
     for (long i = 0; i < warm; i++) failures += !full_transaction(gw);
     rss_warm = rss_kib();
     t0 = now_ns();
