@@ -57,14 +57,21 @@ class _Handler(SimpleHTTPRequestHandler):
         super().end_headers()
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a page closed mid-download is normal
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 class Site:
     """One document root served on 127.0.0.1:port; `url(path, host=...)` builds page addresses."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         handler = functools.partial(_Handler, directory=str(directory))
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), handler)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

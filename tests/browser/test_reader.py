@@ -361,3 +361,24 @@ def test_typed_value_reaches_the_page_with_events_and_never_a_snapshot(
     ]
     out = dumps(r.snapshot()) + dumps(r.selector_snapshot())
     assert "alert(1)" not in out and "\U0001d11e" not in out
+
+
+def test_labels_are_computed_like_assistive_technology(page: Page, fixtures_site: Site) -> None:
+    r = open_page(page, fixtures_site, "labels.html")
+    snap = r.snapshot()
+    got = [(e["tag"], e["role"], e["label"], e.get("text")) for e in snap["elements"]]
+    assert got == [
+        ("a", "link", "Link in an aria-hidden menu", None),
+        ("div", "generic", "", "Clickable div text"),
+        ("button", "button", "Completed", None),
+        ("button", "button", "Inbox (3)", None),
+        ("input", "textbox", "Billing address", None),
+        ("input", "textbox", "E-mail", None),
+        ("button", "button", "Close dialog", None),
+        ("button", "button", "Only a tooltip", None),
+        ("img", "img", "A tiny picture", None),
+        ("a", "link", "Logo home", None),
+        ("img", "img", "Logo", None),
+        ("h2", "heading", "Heading with emphasis", None),
+    ]
+    assert snap["elements"][-1]["level"] == 4  # aria-level wins over the tag

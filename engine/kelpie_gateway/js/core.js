@@ -380,7 +380,8 @@ function textAlt(el, o) {
   if (o.visited.has(el)) return "";
   const role = roleOf(el) || "";
   const tag = tagOf(el);
-  const child = { visited: o.visited, desc: true, lb: o.lb, lbl: o.lbl, hiddenRef: o.hiddenRef };
+  const under = o.self && ariaHiddenTree(el) ? el : o.under;
+  const child = { visited: o.visited, desc: true, lb: o.lb, lbl: o.lbl, hiddenRef: o.hiddenRef, under };
   if (NOT_RENDERED_TAGS.has(tag)) return "";
   // A slot has no accessibility node of its own: only its (assigned or default) content counts.
   if (tag === "slot") {
@@ -389,7 +390,7 @@ function textAlt(el, o) {
   }
   // 2A hidden, not referenced. For the element being named itself only rendering counts: a visible
   // control under an aria-hidden ancestor still gets its name (the snapshot only lists visible elements).
-  if (!o.hiddenRef && (o.self ? !isRendered(el) || styleOf(el).visibility !== "visible" : isHiddenForAria(el))) {
+  if (!o.hiddenRef && (o.self ? !isRendered(el) || styleOf(el).visibility !== "visible" : hiddenInside(el, o.under))) {
     o.visited.add(el);
     return "";
   }
@@ -456,6 +457,17 @@ function textAlt(el, o) {
     if (flat(title)) return title;
   }
   return "";
+}
+// Hidden for a descendant of the element being named. When that element itself sits under an
+// aria-hidden ancestor (`under`), only aria-hidden between the descendant and it counts.
+function hiddenInside(el, under) {
+  if (!under) return isHiddenForAria(el);
+  const st = styleOf(el);
+  if (!st || !isRendered(el) || (st.display !== "contents" && st.visibility !== "visible")) return true;
+  for (let e = el; e && e !== under; e = flatParent(e)) {
+    if ((e.getAttribute("aria-hidden") || "").toLowerCase() === "true") return true;
+  }
+  return false;
 }
 function fromLabels(labels, o) {
   return labels.map((l) => textAlt(l, { visited: o.visited, lbl: true, hiddenRef: isHiddenForAria(l) }))
@@ -573,7 +585,11 @@ function isInline(el) {
   const d = st ? st.display : "inline";
   return d === "inline" && tagOf(el) !== "br";
 }
+const VALUE_TAGS = new Set(["input", "textarea", "select", "option", "optgroup", "datalist"]);
 function accumulate(el, o) {
+  // Value-free: the content of form controls and editable regions is their value.
+  if (VALUE_TAGS.has(tagOf(el)) && !(tagOf(el) === "option" && !el.closest("select, datalist"))) return "";
+  if (isEditable(el) || textSecured(el)) return "";
   const parts = [pseudoText(el, "::before")];
   const visit = (n) => {
     if (n.nodeType === 3) {
@@ -832,15 +848,16 @@ function describe(info, flags) {
   if (!out.label && info.interactive) {
     // A clickable generic element has no accessible name; give its visible text instead.
     const visited = new Set();
-    const text = cutUnits(wellFormed(flat(accumulate(el, { visited, desc: true }))), LABEL_MAX);
+    const under = ariaHiddenTree(el) ? el : undefined;
+    const text = cutUnits(wellFormed(flat(accumulate(el, { visited, desc: true, under }))), LABEL_MAX);
     if (text.cut) flags.truncated = true;
     if (text.text) out.text = text.text;
   }
   if (info.tag === "input") out.type = inputType(el) || "text";
   if (info.role === "heading") {
+    const aria = Number(el.getAttribute("aria-level"));
     const m = /^h([1-6])$/.exec(info.tag);
-    const level = m ? Number(m[1]) : Number(el.getAttribute("aria-level")) || 2;
-    out.level = level;
+    out.level = Number.isInteger(aria) && aria >= 1 ? aria : m ? Number(m[1]) : 2;
   }
   if (el.disabled === true || (el.getAttribute("aria-disabled") || "") === "true") out.disabled = true;
   if (info.unreadable) out.unreadable = info.unreadable;
