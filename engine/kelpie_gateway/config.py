@@ -142,6 +142,22 @@ def _pointer(path: Any) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
+def _check_refs(validator: Any, schema: Any) -> None:
+    """Resolve every ``$ref`` in ``schema`` (raises when one cannot be resolved or loops forever)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                resolved = validator._resolver.lookup(ref).contents
+                validator.evolve(schema=resolved).is_valid({})
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    validator.is_valid({})
+
+
 def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
     """Validate ``raw`` (Mapping or JSON text) and return a :class:`Config`.
 
@@ -191,6 +207,10 @@ def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
         except Exception as exc:
             message = getattr(exc, "message", str(exc))
             raise _fail(f"/extensions/{i}/inputSchema", f"not a valid JSON Schema: {message[:200]}") from None
+        try:  # compiled once at create: every $ref must resolve now, not fail at call time
+            _check_refs(cls_validator, schema)
+        except Exception as exc:
+            raise _fail(f"/extensions/{i}/inputSchema", f"cannot be compiled: {exc!r:.200}") from None
         if schema.get("type") != "object":
             raise _fail(
                 f"/extensions/{i}/inputSchema/type", 'must be "object" (MCP tool input schemas are objects)'

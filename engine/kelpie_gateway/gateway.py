@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+import orjson
+
 from . import jsonio
 from .catalog import Catalog
 from .config import Extension, parse_config
@@ -57,7 +59,6 @@ _PASSTHROUGH: Final = frozenset(
 """Renderer error codes passed through to the client; any other code becomes RENDERER_FAILED."""
 _TAB_TARGETED: Final = frozenset({"tabs.select", "tabs.close"})
 _REF_METHODS: Final = frozenset({"tab.click", "tab.type"})
-_LARGE: Final = frozenset({"tab.snapshot", "tab.screenshot", "tab.click", "tab.type"})
 
 Render = Callable[[JsonObject], Any]
 Clock = Callable[[], float]
@@ -82,6 +83,19 @@ def _field(obj: Any, name: str, kind: type | tuple[type, ...], where: str) -> An
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise _Malformed(f"{where}: missing or malformed field {name!r}")
     return value
+
+
+def _clone(step: JsonObject) -> JsonObject:
+    """An independent copy of a step: nothing the engine hands out shares state with it (§11: steps
+    are plain dicts equal to the ABI's JSON)."""
+    copied: JsonObject = orjson.loads(jsonio.dumps(step))
+    return copied
+
+
+def _request_id(request: Any) -> Any:
+    """The request's id when it can be read without trusting the request (for INTERNAL answers)."""
+    rid = request.get("id") if isinstance(request, Mapping) else None
+    return rid if isinstance(rid, str | int | float) and not isinstance(rid, bool) else None
 
 
 def _cut_utf16(text: str, limit: int) -> tuple[str, bool]:
@@ -127,7 +141,8 @@ class Gateway:
             try:
                 return self._begin_raw(request, None)
             except Exception as exc:  # a bug: report it, keep the gateway usable
-                return self._complete_now(failure(None, "INTERNAL", f"internal error: {exc!r}"), None)
+                env = failure(_request_id(request), "INTERNAL", f"internal error: {exc!r}")
+                return self._complete_now(env, None)
 
     def begin_mcp(self, message: Mapping[str, Any] | str | bytes) -> JsonObject:
         """Start a transaction from a JSON-RPC 2.0 message (§7); the ``complete`` step carries the
@@ -142,7 +157,7 @@ class Gateway:
             except Exception as exc:
                 response = {
                     "jsonrpc": "2.0",
-                    "id": None,
+                    "id": _request_id(message),
                     "error": {"code": -32603, "message": f"internal error: {exc!r}"},
                 }
                 return self._complete_now(failure(None, "INTERNAL", repr(exc)), lambda _e: response)
@@ -167,7 +182,7 @@ class Gateway:
                 return {"step": "idle", "awaitingRetirement": {"transaction": txn.id, "seq": txn.seq}}
             if txn.pending is None:
                 return {"step": "idle"}
-            step = dict(txn.pending)
+            step = _clone(txn.pending)
             if txn.deadline is not None and self._clock() > txn.deadline:
                 step["overdue"] = True
             return step
@@ -245,8 +260,16 @@ class Gateway:
                 request = jsonio.loads(request)
             except jsonio.JsonError as exc:
                 return self._complete_now(failure(None, exc.code, str(exc)), render)
-        elif isinstance(request, Mapping) and not isinstance(request, dict):
-            request = dict(request)
+        elif isinstance(request, Mapping):
+            # An independent copy (later edits by the caller change nothing), the same 4 MiB cap and the
+            # same refusal of lone surrogates as JSON text.
+            try:
+                request = jsonio.loads(orjson.dumps(request))
+            except orjson.JSONEncodeError as exc:
+                env = failure(_request_id(request), "INVALID_REQUEST", f"not JSON data: {exc}")
+                return self._complete_now(env, render)
+            except jsonio.JsonError as exc:
+                return self._complete_now(failure(_request_id(request), exc.code, str(exc)), render)
         return self._begin_parsed(request, render)
 
     def _begin_parsed(self, request: Any, render: Render | None) -> JsonObject:
@@ -282,6 +305,9 @@ class Gateway:
                 return self._complete_now(failure(rid, refusal[0], refusal[1]), render, name)
             lane, mutates = ext.lane, ext.mutates
         tab_id: str | None = None
+        arguments = params.get("arguments")
+        if ext is not None and isinstance(arguments, dict) and isinstance(arguments.get("tabId"), str):
+            tab_id = arguments["tabId"]  # its target tab: invalidation and RECONCILE_REQUIRED apply
         if method.tab_scoped or name in _TAB_TARGETED:
             tab_id = params.get("tabId")
             pin = self._config.pinned_tab
@@ -355,7 +381,13 @@ class Gateway:
                 "REQUEST_TOO_LARGE",
                 f"arguments are {size} bytes; the cap is {jsonio.MAX_REQUEST_BYTES} bytes",
             )
-        error = next(iter(ext.validator.iter_errors(arguments)), None)
+        try:
+            error = next(iter(ext.validator.iter_errors(arguments)), None)
+        except Exception as exc:  # e.g. a $ref that cannot be resolved: the descriptor's fault
+            return (
+                "INVALID_PARAMS",
+                f"/params/arguments: the extension's inputSchema cannot be evaluated ({exc!r:.200})",
+            )
         if error is not None:
             pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
             return "INVALID_PARAMS", f"/params/arguments{pointer}: {error.message[:300]}"
@@ -395,7 +427,7 @@ class Gateway:
             "mutates": mutates,
             "target": target,
         }
-        return dict(txn.pending)
+        return _clone(txn.pending)
 
     def _issue_dispatch(
         self, txn: Transaction, event: str, method: str, params: JsonObject, mutates: bool
@@ -414,7 +446,7 @@ class Gateway:
             "mutates": mutates,
             "timeoutMs": timeout,
         }
-        return dict(txn.pending)
+        return _clone(txn.pending)
 
     def _after_admission(self, txn: Transaction) -> JsonObject:
         name = txn.method
@@ -432,8 +464,9 @@ class Gateway:
         try:
             self._precheck(txn, txn.tab_id)
             endpoint, params = self._native_call(txn)
-        except _Refusal as exc:
-            return self._finish(txn, failure(txn.request_id, exc.code, exc.message))
+        except _Refusal as exc:  # after a dispatched switch-tab the selection may have changed
+            env = failure(txn.request_id, exc.code, exc.message, may_have_completed=txn.dispatched_mutation)
+            return self._finish(txn, env)
         step = self._issue_dispatch(txn, event, endpoint, params, txn.mutates)
         if txn.mutates:
             txn.dispatched_mutation = True
@@ -573,7 +606,13 @@ class Gateway:
             except jsonio.JsonError as exc:
                 raise _Refusal("INVALID_REQUEST", str(exc)) from None
         if isinstance(data, Mapping):
-            return (data if isinstance(data, dict) else dict(data)), -1
+            # Round-trip a Python host's dict: an independent copy, lone surrogates repaired, and the
+            # same size as JSON text for the 32 MiB result cap.
+            try:
+                text = jsonio.dumps(dict(data))
+            except TypeError as exc:
+                raise _Refusal("INVALID_REQUEST", f"not JSON data: {exc}") from None
+            return orjson.loads(text), len(text)
         raise _Refusal("INVALID_REQUEST", "expected a JSON object")
 
     def _advance(self, data: Any) -> JsonObject:
@@ -617,12 +656,6 @@ class Gateway:
         result = msg["result"]
         if txn.state in AUTHORIZE_STATES:
             return self._on_authorization(txn, result)
-        if (
-            size < 0
-            and txn.state == "dispatching"
-            and (txn.plan.get("ext") is not None or txn.method in _LARGE)
-        ):
-            size = jsonio.size_of(result)  # a Python host passed a dict: measure what could be large
         if size > jsonio.MAX_RESULT_BYTES:
             return self._fail_dispatch(
                 txn,
@@ -817,7 +850,8 @@ class Gateway:
             if _field(result, "mimeType", str, "screenshot") != "image/png":
                 raise _Malformed("screenshot: mimeType must be image/png")
             try:
-                binascii.a2b_base64(out["data"], strict_mode=True)
+                if not out["data"] or not binascii.a2b_base64(out["data"], strict_mode=True):
+                    raise ValueError("empty image")
             except (binascii.Error, ValueError):
                 raise _Malformed("screenshot: data is not valid base64") from None
             return self._finish(txn, success(rid, out))

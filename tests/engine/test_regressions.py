@@ -1,0 +1,118 @@
+"""Regression tests for defects found by an adversarial review (each names the failure it guards)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kelpie_gateway import Gateway, GatewayConfigError
+from tests.engine.kit import FakeRenderer, admit, make, ok, req, response, run
+
+
+def _utf8(step: dict[str, Any]) -> None:
+    json.dumps(step, ensure_ascii=False).encode("utf-8")  # raises on a lone surrogate
+
+
+def test_lone_surrogates_in_dict_results_are_repaired_everywhere() -> None:
+    gw = make()
+    step = admit(gw, gw.begin(req("tabs.list")))
+    out = gw.advance({"transaction": step["transaction"], "seq": step["seq"],
+                      "result": {"success": False, "error": {"code": "RENDERER_FAILED", "message": "bad \ud800"}}})
+    _utf8(out)
+    assert out["response"]["error"]["message"] == "bad \ufffd"
+    step = admit(gw, gw.begin(req("tab.navigate", tabId="B", url="https://x.test/")))
+    out = ok(gw, step, tabId="B", generation=2, url="https://x/\udc00")
+    _utf8(out)
+    assert out["response"]["result"]["url"] == "https://x/\ufffd"
+
+
+def test_dict_request_with_lone_surrogate_is_refused_like_json_text() -> None:
+    out = response(make().begin(req("tab.snapshot", tabId="A\ud800")))
+    assert out["error"]["code"] == "INVALID_REQUEST"
+
+
+def test_editing_a_returned_step_cannot_change_what_is_dispatched() -> None:
+    gw = make()
+    step = gw.begin(req("tab.navigate", tabId="A", url="https://ok.example/"))
+    step["request"]["params"]["url"] = "javascript:alert(1)"
+    dispatch = admit(gw, step)
+    assert dispatch["params"]["url"] == "https://ok.example/"
+    dispatch["params"].pop("url")
+    assert gw.next()["params"]["url"] == "https://ok.example/"
+
+
+def test_editing_the_callers_request_after_begin_changes_nothing() -> None:
+    ext = {"name": "fill", "method": "ext-fill", "description": "d", "mutates": False,
+           "inputSchema": {"type": "object", "properties": {"n": {"type": "integer", "maximum": 5}},
+                           "additionalProperties": False}}
+    gw = make(nativeMethods=["ext-fill"], extensions=[ext])
+    request = req("extension.call", name="fill", arguments={"n": 1})
+    step = gw.begin(request)
+    request["params"]["arguments"]["n"] = 10**6
+    assert admit(gw, step)["params"] == {"n": 1}
+
+
+def test_unknown_outcome_of_a_tab_targeting_extension_requires_reconcile() -> None:
+    ext = {"name": "fill", "method": "ext-fill", "description": "d", "mutates": True,
+           "inputSchema": {"type": "object"}}
+    gw = make(extensions=[ext], nativeMethods=["ext-fill", "navigate", "browser-control-evaluate"])
+    step = admit(gw, gw.begin(req("extension.call", name="fill", arguments={"tabId": "A"})))
+    out = gw.advance({"transaction": step["transaction"], "seq": step["seq"],
+                      "result": {"success": False, "error": {"code": "TIMEOUT", "message": "t"}}})
+    assert out["response"]["mayHaveCompleted"] is True
+    assert response(gw.begin(req("tab.navigate", tabId="A", url="https://x.test/")))["error"]["code"] == (
+        "RECONCILE_REQUIRED")
+    assert response(gw.begin(req("extension.call", name="fill", arguments={"tabId": "A"})))["error"][
+        "code"] == "RECONCILE_REQUIRED"
+
+
+def test_refusal_after_a_dispatched_switch_is_an_unknown_outcome() -> None:
+    gw, r = make(targeting="selected"), FakeRenderer()
+    r.active = "A"
+    ref = None
+    r.active = "B"
+    ref = response(run(gw, req("tab.snapshot"), r))["result"]["elements"][0]["ref"]
+    r.active = "A"
+    step = admit(gw, gw.begin(req("tab.click", tabId="B", ref=ref)))  # inspect
+    step = gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": r("", step)})
+    switch = admit(gw, step)
+    assert switch["method"] == "switch-tab"
+    gw.invalidate_refs("B")
+    out = response(ok(gw, switch, tabId="B", generation=1))
+    assert out["error"]["code"] == "REFS_INVALIDATED" and out["mayHaveCompleted"] is True
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "$ref": "http://127.0.0.1:9/s.json"},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}},
+])
+def test_extension_schema_with_unresolvable_ref_fails_at_create(schema: dict[str, Any]) -> None:
+    ext = {"name": "x", "method": "m", "description": "d", "mutates": False, "inputSchema": schema}
+    with pytest.raises(GatewayConfigError) as info:
+        Gateway({"nativeMethods": ["m"], "extensions": [ext]})
+    assert info.value.envelope["error"]["message"].startswith("/extensions/0/inputSchema: ")
+
+
+def test_internal_errors_keep_the_request_id() -> None:
+    gw = make()
+    gw._catalog.capabilities = None  # type: ignore[assignment]  # inject a bug
+    out = response(run(gw, req("capabilities", rid="abc")))
+    assert out["error"]["code"] == "INTERNAL" and out["id"] == "abc"
+
+
+def test_result_over_32_mib_passed_as_a_dict_is_refused() -> None:
+    gw = make()
+    step = admit(gw, gw.begin(req("tabs.list")))
+    big = {"success": True, "tabs": [{"tabId": "A", "generation": 1, "url": "u", "title": "x" * (33 << 20),
+                                      "active": True}]}
+    out = response(gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": big}))
+    assert out["error"]["code"] == "RESPONSE_TOO_LARGE"
+
+
+def test_empty_screenshot_is_malformed() -> None:
+    gw = make()
+    step = admit(gw, gw.begin(req("tab.screenshot", tabId="A")))
+    out = response(ok(gw, step, mimeType="image/png", data="", width=1, height=1))
+    assert out["error"]["code"] == "RENDERER_FAILED"
