@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import pytest
-
 from kelpie_gateway import Gateway, GatewayConfigError
+
 from tests.engine.kit import FakeRenderer, admit, make, ok, req, response, run
 
 

@@ -7,6 +7,7 @@ Each test opens its own tab so the tests stay independent while sharing one host
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import base64
 import json
 import urllib.request
@@ -73,7 +74,10 @@ async def open_tab(client: Client, host: Host, page: str) -> str:
 
 
 def run(coro: Any) -> Any:
-    return asyncio.run(coro)
+    """Run a journey on its own thread: another suite's Playwright sync API may hold a running event
+    loop on the main thread for the whole session, where asyncio.run() refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def test_initialize_and_tools_list(browser_host: Host) -> None:
