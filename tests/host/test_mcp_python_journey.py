@@ -7,8 +7,8 @@ Each test opens its own tab so the tests stay independent while sharing one host
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import base64
+import concurrent.futures
 import json
 import urllib.request
 from collections.abc import AsyncIterator
