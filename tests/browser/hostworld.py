@@ -54,8 +54,10 @@ class HostWorld:
             params["contextId"] = self._context(fresh=attempt > 0)
             try:
                 answer = self.cdp.send("Runtime.evaluate", params)
-            except Exception as exc:  # a destroyed context: the document changed under us
-                if attempt == 0 and "context" in str(exc).lower():
+            except Exception as exc:
+                # Only "no such context" is retried: nothing ran, the document changed before the call.
+                # A context destroyed *during* evaluation may have run the script: never repeat that.
+                if attempt == 0 and "cannot find context" in str(exc).lower():
                     continue
                 raise EvaluationFailed(str(exc)) from exc
             if "exceptionDetails" in answer:
