@@ -856,16 +856,16 @@ class Gateway:
                 raise _Malformed("screenshot: data is not valid base64") from None
             return self._finish(txn, success(rid, out))
         value = result.get("value")
-        if name == "tab.snapshot":
-            return self._finish(txn, success(rid, self._build_snapshot(txn, result, value)))
         if isinstance(value, dict) and isinstance(value.get("error"), dict):
             err = value["error"]
             code = err.get("code") if err.get("code") in _PASSTHROUGH else "RENDERER_FAILED"
             message = (
                 err.get("message") if isinstance(err.get("message"), str) else "the page refused the action"
             )
-            mhc = value.get("mayHaveCompleted") is not False
+            mhc = txn.mutates and value.get("mayHaveCompleted") is not False  # a read never has effects
             return self._finish(txn, failure(rid, str(code), message, may_have_completed=mhc))
+        if name == "tab.snapshot":
+            return self._finish(txn, success(rid, self._build_snapshot(txn, result, value)))
         if name == "tab.click":
             if not isinstance(value, dict) or value.get("clicked") is not True:
                 raise _Malformed("click: the script returned no {clicked:true}")

@@ -116,3 +116,12 @@ def test_empty_screenshot_is_malformed() -> None:
     step = admit(gw, gw.begin(req("tab.screenshot", tabId="A")))
     out = response(ok(gw, step, mimeType="image/png", data="", width=1, height=1))
     assert out["error"]["code"] == "RENDERER_FAILED"
+
+
+def test_a_snapshot_script_error_is_that_error_and_never_an_unknown_outcome() -> None:
+    gw = make()
+    step = admit(gw, gw.begin(req("tab.snapshot", tabId="A")))
+    out = response(ok(gw, step, value={"error": {"code": "RENDERER_FAILED", "message": "reader threw: boom"},
+                                       "mayHaveCompleted": True}))
+    assert out["error"] == {"code": "RENDERER_FAILED", "message": "reader threw: boom", "retryable": False}
+    assert out["mayHaveCompleted"] is False
