@@ -301,6 +301,12 @@ METHODS: Final[dict[str, Method]] = {
 }
 """Every canonical method. ``extension.call`` mutates per descriptor; its endpoint is the descriptor's."""
 
+NATIVE_ENDPOINTS: Final[tuple[str, ...]] = tuple(
+    dict.fromkeys(e for m in METHODS.values() for e in m.endpoints)
+)
+"""Every native endpoint a core method can need, in table order (a host implementing all of them gets
+every core method advertised)."""
+
 _REQUEST_KEYS: Final = frozenset({"version", "id", "method", "params"})
 
 

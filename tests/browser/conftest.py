@@ -27,16 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "engine"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from kelpie_gateway.host.browser import CHROMIUM_FLAGS  # noqa: E402
+
 CORPUS = Path(os.environ.get("KELPIE_CORPUS", ROOT.parent / "shared" / "corpus")).resolve()
 CHROMIUM = os.environ.get("KELPIE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+CHROMIUM_ARGS = list(CHROMIUM_FLAGS)  # the reference host's launch flags
 LOOPBACK = {"127.0.0.1", "localhost"}
 
 

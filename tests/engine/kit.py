@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kelpie_gateway import Gateway
+from kelpie_gateway.schema import NATIVE_ENDPOINTS
 
-ALL_NATIVE = ["get-tabs", "switch-tab", "new-tab", "close-tab", "navigate", "screenshot", "browser-control-evaluate"]
+ALL_NATIVE = list(NATIVE_ENDPOINTS)
 
 
 def make(*, clock: Callable[[], float] | None = None, **config: Any) -> Gateway:

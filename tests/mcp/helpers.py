@@ -6,16 +6,9 @@ import json
 from typing import Any
 
 from kelpie_gateway import Gateway
+from kelpie_gateway.schema import NATIVE_ENDPOINTS
 
-CORE = [
-    "get-tabs",
-    "switch-tab",
-    "new-tab",
-    "close-tab",
-    "navigate",
-    "screenshot",
-    "browser-control-evaluate",
-]
+CORE = list(NATIVE_ENDPOINTS)
 EXT_SCHEMA = {
     "type": "object",
     "properties": {"tabId": {"type": "string"}},

@@ -44,6 +44,8 @@ from playwright.async_api import (
 )
 from playwright.async_api import Error as PlaywrightError
 
+from ..schema import NATIVE_ENDPOINTS
+
 JsonObject = dict[str, Any]
 
 WORLD_NAME = "KelpieBrowserControl"
@@ -497,18 +499,7 @@ def gateway_config(*, browser: bool) -> JsonObject:
     if not browser:
         return {"nativeMethods": [], "browserAvailable": False, "fixedReader": False, "realm": "isolated"}
     return {
-        "nativeMethods": [
-            "get-tabs",
-            "switch-tab",
-            "new-tab",
-            "close-tab",
-            "navigate",
-            "screenshot",
-            "browser-control-evaluate",
-            "dialog-observe",
-            "dialog-accept",
-            "dialog-dismiss",
-        ],
+        "nativeMethods": [*NATIVE_ENDPOINTS, *(e["method"] for e in DIALOG_EXTENSIONS)],
         "targeting": "direct",
         "browserAvailable": True,
         "fixedReader": True,
