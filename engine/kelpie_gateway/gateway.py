@@ -132,6 +132,7 @@ class Gateway:
         self._reconcile: set[str] = set()
         self._closed = False
         self._working: Transaction | None = None
+        self._audit_hint: tuple[str | None, str | None] = (None, None)
 
     # ================================================================== public API
     def begin(self, request: Mapping[str, Any] | str | bytes) -> JsonObject:
@@ -143,6 +144,8 @@ class Gateway:
             except Exception as exc:  # a bug: report it, keep the gateway usable
                 env = failure(_request_id(request), "INTERNAL", f"internal error: {exc!r}")
                 return self._complete_now(env, None)
+            finally:
+                self._audit_hint = (None, None)
 
     def begin_mcp(self, message: Mapping[str, Any] | str | bytes) -> JsonObject:
         """Start a transaction from a JSON-RPC 2.0 message (§7); the ``complete`` step carries the
@@ -161,6 +164,8 @@ class Gateway:
                     "error": {"code": -32603, "message": f"internal error: {exc!r}"},
                 }
                 return self._complete_now(failure(None, "INTERNAL", repr(exc)), lambda _e: response)
+            finally:
+                self._audit_hint = (None, None)
 
     def next(self, transaction: str | None = None) -> JsonObject:
         """Re-read the pending step of ``transaction`` (None = the direct lane) without changing anything.
@@ -274,6 +279,14 @@ class Gateway:
 
     def _begin_parsed(self, request: Any, render: Render | None) -> JsonObject:
         """Run a parsed canonical request (also the entry point of the MCP translation)."""
+        # What the audit of an early refusal shows: the method and tab the request named, if readable.
+        named = request.get("method") if isinstance(request, dict) else None
+        params_in = request.get("params") if isinstance(request, dict) else None
+        tab_named = params_in.get("tabId") if isinstance(params_in, dict) else None
+        self._audit_hint = (
+            named if isinstance(named, str) and named in METHODS else None,
+            tab_named if isinstance(tab_named, str) else None,
+        )
         if self._closed:
             return self._complete_now(failure(None, "INVALID_REQUEST", "this gateway is closed"), render)
         try:
@@ -546,9 +559,9 @@ class Gateway:
         ok = envelope.get("success") is True
         outcome = "success" if ok else ("unknown" if envelope.get("mayHaveCompleted") else "refused")
         audit: JsonObject = {
-            "method": txn.method if txn is not None else method,
+            "method": txn.method if txn is not None else (method or self._audit_hint[0]),
             "lane": txn.lane if txn is not None else None,
-            "tabId": txn.tab_id if txn is not None else None,
+            "tabId": txn.tab_id if txn is not None else self._audit_hint[1],
             "outcome": outcome,
             "code": None if ok else envelope["error"]["code"],
             "dispatches": txn.dispatches if txn is not None else 0,

@@ -125,3 +125,12 @@ def test_a_snapshot_script_error_is_that_error_and_never_an_unknown_outcome() ->
                                        "mayHaveCompleted": True}))
     assert out["error"] == {"code": "RENDERER_FAILED", "message": "reader threw: boom", "retryable": False}
     assert out["mayHaveCompleted"] is False
+
+
+def test_audit_of_an_early_refusal_names_the_method_and_tab_the_request_named() -> None:
+    gw = make()
+    out = gw.begin(req("tab.click", tabId="A", ref="s9e9"))
+    assert out["audit"]["method"] == "tab.click" and out["audit"]["tabId"] == "A"
+    bad = gw.begin(req("tabs.select"))
+    assert bad["audit"]["method"] == "tabs.select" and bad["audit"]["code"] == "INVALID_PARAMS"
+    assert gw.begin(b"nonsense")["audit"]["method"] is None  # nothing readable, nothing invented

@@ -271,17 +271,34 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--site", help="folder of pages to serve and open (default: the built-in fixture site)"
     )
-    serve.add_argument("--browser", choices=["chromium", "none"], default="chromium")
+    serve.add_argument(
+        "--browser",
+        choices=["chromium", "none"],
+        default="chromium",
+        help="chromium (default) or none: the no-renderer fallback (browserAvailable:false)",
+    )
     serve.add_argument("--browser-executable", help="Chromium binary (default /usr/bin/chromium if present)")
     serve.add_argument("--via-abi", action="store_true", help="drive every transaction through the C library")
     serve.add_argument("--abi-library", help="path of libkelpie_browser_gateway.so (default: build/abi/lib)")
-    serve.add_argument("--approve-pairing", choices=["manual", "auto"], default="manual")
-    serve.add_argument("--pairing-timeout", type=float, default=120.0, help="seconds a pairing request waits")
+    serve.add_argument(
+        "--approve-pairing",
+        choices=["manual", "auto"],
+        default="manual",
+        help="manual (default): the operator runs 'kelpie-gateway pair approve CODE'; auto: for tests and demos",
+    )
+    serve.add_argument(
+        "--pairing-timeout", type=float, default=120.0, help="seconds a pairing request waits (default 120)"
+    )
     serve.set_defaults(func=cmd_serve)
 
-    call = sub.add_parser("call", help="forward one canonical request to a running host")
+    call = sub.add_parser(
+        "call",
+        help="forward one canonical request to a running host",
+        epilog="exit status: 0 success, 1 refused, 3 unknown outcome (mayHaveCompleted:true: observe before "
+        "acting again), 2 usage or transport error",
+    )
     call.add_argument("method", help="canonical method, e.g. tabs.list or tab.snapshot")
-    call.add_argument("--params", default="{}", help="params as a JSON object")
+    call.add_argument("--params", default="{}", help="params as a JSON object (default {})")
     call.add_argument("--url", help=f"host URL (default $KELPIE_GATEWAY_URL or {DEFAULT_URL})")
     token = call.add_mutually_exclusive_group()
     token.add_argument("--token", help="bearer token (prefer --token-file: argv is visible to other users)")
@@ -295,7 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     pair = sub.add_parser("pair", help="pairing: request a token, approve/deny codes, revoke")
     pair.add_argument("action", choices=["request", "approve", "deny", "pending", "revoke"])
     pair.add_argument("code", nargs="?", help="the code the host printed (approve/deny)")
-    pair.add_argument("--url", help=f"host URL (request/revoke; default {DEFAULT_URL})")
+    pair.add_argument(
+        "--url", help=f"host URL (request/revoke; default $KELPIE_GATEWAY_URL or {DEFAULT_URL})"
+    )
     pair.add_argument("--client", default="kelpie-cli", help="client name shown to the operator (request)")
     pair.add_argument("--token", help=argparse.SUPPRESS)
     pair.add_argument("--token-file", help="where the token is saved/read")

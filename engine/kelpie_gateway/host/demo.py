@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 from typing import Any
 
 from kelpie_gateway.host.launch import HostError, HostProcess
@@ -20,6 +21,17 @@ JsonObject = dict[str, Any]
 
 class JourneyError(AssertionError):
     """A journey step did not behave as the contract says."""
+
+
+_PRINT_LOCK = threading.Lock()
+
+
+def _line(text: str, file: Any = None) -> None:
+    """Print one whole line: the host echo thread and the journey share stdout (and often one pipe)."""
+    with _PRINT_LOCK:
+        stream = file if file is not None else sys.stdout
+        stream.write(text + "\n")
+        stream.flush()
 
 
 def _short(value: Any, limit: int = 110) -> str:
@@ -35,7 +47,7 @@ class McpJourney:
         self.out = out or sys.stdout
 
     def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        _line(text, self.out)
 
     async def call(self, method: str, params: JsonObject, *, expect: str | None = "ok") -> JsonObject:
         """``tools/call kelpie_browser_control {method, params}``; returns the envelope."""
@@ -86,7 +98,7 @@ async def run_journey(url: str, token: str, *, out: Any = None) -> None:
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     out = out or sys.stdout
-    print("MCP client: official Python SDK over Streamable HTTP", file=out)
+    _line("MCP client: official Python SDK over Streamable HTTP", out)
     http = create_mcp_http_client(
         headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30.0, read=60.0)
     )
@@ -140,6 +152,7 @@ async def run_journey(url: str, token: str, *, out: Any = None) -> None:
         )
 
         j.say("9. tab.screenshot")
+        j.say(f"  → tab.screenshot {_short({'tabId': tab}, 90)}")
         shot = await client.call_tool(
             "kelpie_browser_control", {"method": "tab.screenshot", "params": {"tabId": tab}}
         )
@@ -166,25 +179,25 @@ def run_demo(*, via_abi: bool = False, browser_executable: str | None = None) ->
         args.append("--via-abi")
     if browser_executable:
         args += ["--browser-executable", browser_executable]
-    print("Kelpie demo: starting the reference host on the built-in fixture site …", flush=True)
-    host = HostProcess(args, echo=lambda line: print(f"    host │ {line}", flush=True))
+    _line("Kelpie demo: starting the reference host on the built-in fixture site …")
+    host = HostProcess(args, echo=lambda line: _line(f"    host │ {line}"))
     try:
         url = host.start()
     except HostError as exc:
-        print(f"demo failed: {exc}", file=sys.stderr)
+        _line(f"demo failed: {exc}", sys.stderr)
         return 1
     try:
-        print(f"pairing with {url}/v1/pair (auto-approved for the demo) …", flush=True)
+        _line(f"pairing with {url}/v1/pair (auto-approved for the demo) …")
         token = host.pair("kelpie-demo")
-        print("paired: received a bearer token (not shown)", flush=True)
+        _line("paired: received a bearer token (not shown)")
         asyncio.run(run_journey(url, token))
     except JourneyError as exc:
-        print(f"demo failed: {exc}", file=sys.stderr)
+        _line(f"demo failed: {exc}", sys.stderr)
         return 1
     except Exception as exc:
-        print(f"demo failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _line(f"demo failed: {type(exc).__name__}: {exc}", sys.stderr)
         return 1
     finally:
         host.stop()
-    print("demo finished: every step behaved as the contract says", flush=True)
+    _line("demo finished: every step behaved as the contract says")
     return 0
