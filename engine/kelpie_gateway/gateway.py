@@ -670,6 +670,8 @@ class Gateway:
         if txn.state in AUTHORIZE_STATES:
             return self._on_authorization(txn, result)
         if size > jsonio.MAX_RESULT_BYTES:
+            size = jsonio.size_of(result)  # the cap is the result's own JSON, not the advance wrapper
+        if size > jsonio.MAX_RESULT_BYTES:
             return self._fail_dispatch(
                 txn,
                 "RESPONSE_TOO_LARGE",
@@ -909,8 +911,11 @@ class Gateway:
                 raise _Malformed(f"{where}: malformed handle")
             handles.append(handle)
             item: JsonObject = {"ref": ""}
-            for key in ("tag", "role", "label"):
-                item[key] = _field(e, key, str, where)
+            for key, limit in (("tag", 128), ("role", 128), ("label", 500)):
+                value_text, cut_field = _cut_utf16(_field(e, key, str, where), limit)
+                item[key] = value_text
+                truncated = truncated or cut_field
+
             for key, v in e.items():
                 if key not in item and key != "handle":
                     item[key] = v

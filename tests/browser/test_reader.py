@@ -239,6 +239,19 @@ def test_untruncated_emoji_text_is_whole(page: Page, fixtures_site: Site) -> Non
     assert snap["text"] == "A\ufffdB\ufffdC\nX" + "\U0001f600" * 5000 + "\nGo \ufffd\U0001f680"
 
 
+def test_page_made_element_names_are_bounded_and_well_formed(page: Page, fixtures_site: Site) -> None:
+    """Regression: a page could make every snapshot of itself exceed 32 MiB through 100,000-character
+    custom element names, and pass lone surrogates through ``tag``."""
+    r = open_page(page, fixtures_site, "long-tags.html")
+    snap = r.snapshot(max_chars=10)
+    assert snap["truncated"] is True
+    assert len(dumps(snap)) < 200_000
+    tags = [e["tag"] for e in snap["elements"]]
+    assert tags and all(utf16_len(t) <= 128 for t in tags)
+    assert sum(t.startswith("x-0aaa") for t in tags) == 1
+    dumps(snap).encode("utf-8")  # no lone surrogate anywhere
+
+
 # ---------------------------------------------------------------- registry lifetime
 
 

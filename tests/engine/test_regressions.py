@@ -134,3 +134,26 @@ def test_audit_of_an_early_refusal_names_the_method_and_tab_the_request_named() 
     bad = gw.begin(req("tabs.select"))
     assert bad["audit"]["method"] == "tabs.select" and bad["audit"]["code"] == "INVALID_PARAMS"
     assert gw.begin(b"nonsense")["audit"]["method"] is None  # nothing readable, nothing invented
+
+
+def test_the_32_mib_cap_is_the_results_own_size_not_the_advance_wrapper() -> None:
+    gw = make()
+    step = admit(gw, gw.begin(req("tab.screenshot", tabId="A")))
+    head = f'{{"transaction":"{step["transaction"]}","seq":{step["seq"]},"result":'.encode()
+    prefix = b'{"success":true,"mimeType":"image/png","width":1,"height":1,"data":"'
+    filler = (32 << 20) - len(prefix) - 2  # result JSON exactly 32 MiB: allowed
+    filler -= filler % 4
+    result = prefix + b"A" * filler + b'"}'
+    assert len(result) <= 32 << 20 < len(head) + len(result) + 1
+    out = response(gw.advance(head + result + b"}"))
+    assert out["success"] is True
+
+
+def test_engine_bounds_element_strings_even_if_a_renderer_does_not() -> None:
+    gw = make()
+    step = admit(gw, gw.begin(req("tab.snapshot", tabId="A")))
+    value = {"url": "u", "title": "t", "text": "x", "truncated": False, "elements": [
+        {"handle": "0123456789abcdef-1", "tag": "x-" + "a" * 10_000, "role": "button", "label": "L" * 9000}]}
+    out = response(ok(gw, step, value=value))["result"]
+    assert len(out["elements"][0]["tag"]) == 128 and len(out["elements"][0]["label"]) == 500
+    assert out["truncated"] is True

@@ -6,6 +6,7 @@
 // Value-free: no code path reads `.value` of a text field, select or contenteditable content.
 
 const LABEL_MAX = 500; // UTF-16 units per element label; longer labels are cut (and truncated:true)
+const TAG_MAX = 128; // a page can make element names arbitrarily long (custom elements); cut (truncated:true)
 const TITLE_MAX = 2000;
 const URL_MAX = 8192;
 const DEPTH_MAX = 1500; // deeper trees are cut (and truncated:true) instead of overflowing the stack
@@ -841,7 +842,9 @@ function readDocument(maxChars, maxElements) {
 // Project one picked element to its public fields {tag, role, label, …}; reports label cuts.
 function describe(info, flags) {
   const el = info.el;
-  const out = { tag: info.tag, role: info.role || "", label: "" };
+  const cutTag = cutUnits(wellFormed(info.tag), TAG_MAX);
+  if (cutTag.cut) flags.truncated = true;
+  const out = { tag: cutTag.text, role: info.role || "", label: "" };
   const cutName = cutUnits(wellFormed(accessibleName(el)), LABEL_MAX);
   if (cutName.cut) flags.truncated = true;
   out.label = cutName.text;
