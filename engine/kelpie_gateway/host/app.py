@@ -21,7 +21,15 @@ from aiohttp import web
 from kelpie_gateway.host.auth import Pairing, TokenStore
 from kelpie_gateway.host.browser import ChromiumRenderer, NoRenderer, Renderer, find_chromium, gateway_config
 from kelpie_gateway.host.driver import Driver, GatewayLike
-from kelpie_gateway.host.server import HostServer, admin_app, is_loopback_bind, site_app, state_dir
+from kelpie_gateway.host.server import (
+    HostServer,
+    QuietAppRunner,
+    admin_app,
+    is_loopback_bind,
+    set_error_log,
+    site_app,
+    state_dir,
+)
 
 
 def default_site() -> Path:
@@ -84,7 +92,7 @@ async def serve(opts: ServeOptions) -> int:
             gateway_box[0].invalidate_refs(tab_id)
 
     try:
-        site_runner = web.AppRunner(site_app(site_root), access_log=None)
+        site_runner = QuietAppRunner(site_app(site_root))
         await site_runner.setup()
         runners.append(site_runner)
         site = web.TCPSite(site_runner, "127.0.0.1", 0)
@@ -108,7 +116,9 @@ async def serve(opts: ServeOptions) -> int:
         tokens = TokenStore()
         pairing = Pairing(auto_approve=opts.approve_pairing == "auto", timeout_s=opts.pairing_timeout_s)
         host = HostServer(driver, tokens, pairing, log=log)
-        api_runner = web.AppRunner(host.app(), access_log=None, handle_signals=False)
+        host.bind = opts.bind
+        set_error_log(log)
+        api_runner = QuietAppRunner(host.app(), handle_signals=False)
         await api_runner.setup()
         runners.append(api_runner)
         api = web.TCPSite(api_runner, opts.bind, opts.port)
@@ -133,7 +143,7 @@ async def serve(opts: ServeOptions) -> int:
         await renderer.close()
         return 1
 
-    log(f"listening http://127.0.0.1:{host.port}")
+    log(f"listening http://{host.url_host()}:{host.port}")
     log(f"site {site_root} at http://127.0.0.1:{site_port}/")
     log(f"browser {getattr(renderer, 'description', 'none')}")
     core = f"C library {getattr(gateway, 'path', '')}" if opts.via_abi else "Python API"

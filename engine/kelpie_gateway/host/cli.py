@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.client
 import json
 import os
 import signal
 import socket
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -29,6 +31,10 @@ from typing import Any
 
 DEFAULT_PORT = 7788
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
+
+
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+"""Requests to the host never use $http_proxy: the host is on loopback and requests carry the bearer."""
 
 
 def default_token_file() -> Path:
@@ -62,8 +68,9 @@ def _http(method: str, url: str, body: Any, token: str | None, timeout: float = 
     if token:
         headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    # The bearer goes to the loopback host only: never through $http_proxy and friends.
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             status, raw = response.status, response.read()
     except urllib.error.HTTPError as exc:
         status, raw = exc.code, exc.read()
@@ -221,9 +228,18 @@ def _pair_request(args: argparse.Namespace) -> int:
         return 1
     path = Path(args.token_file) if args.token_file else default_token_file()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(body["token"])
+    # A fresh 0600 file renamed over the target: an existing file's mode, or a symlink planted at the
+    # path, can never make the token readable by others.
+    fd, tmp = tempfile.mkstemp(prefix=".token-", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(body["token"])
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     print(f"paired as {args.client!r}; token saved to {path} (mode 0600)")
     return 0
 

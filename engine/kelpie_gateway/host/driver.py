@@ -190,7 +190,7 @@ class Driver:
             ms = (time.monotonic() - started) * 1000
         lane = audit.get("lane")
         extra = f" lane={lane}" if lane and lane != "direct" else ""
-        self.log(f"tx {method} tab={tab or '-'} {outcome} {ms:.0f}ms{extra}")
+        self.log(f"tx {_printable(method)} tab={_printable(tab or '-')} {outcome} {ms:.0f}ms{extra}")
 
 
 def _outcome(response: Any, step: Mapping[str, Any]) -> str:
@@ -210,3 +210,13 @@ def _outcome(response: Any, step: Mapping[str, Any]) -> str:
     error = response.get("error") or {}
     unknown = " mayHaveCompleted" if response.get("mayHaveCompleted") else ""
     return f"refused {error.get('code')}{unknown}" if not unknown else f"unknown {error.get('code')}{unknown}"
+
+
+def _printable(value: object, limit: int = 80) -> str:
+    """A log field a client controls: one line, no control characters, bounded (no forged log lines)."""
+    text = str(value)
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    if text.isprintable() and " " not in text:
+        return text
+    return repr(text)

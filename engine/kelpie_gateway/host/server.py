@@ -25,15 +25,21 @@ Status rules, in the order they are checked:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import stat
+import sys
 from collections.abc import Callable
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 import orjson
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
+from aiohttp.web_response import StreamResponse
+from aiohttp.web_server import Server
 
 from kelpie_gateway.host.auth import Pairing, TokenStore
 from kelpie_gateway.host.driver import Driver
@@ -70,6 +76,69 @@ def _rpc_error(code: int, message: str) -> JsonObject:
     return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
 
 
+class _QuietRequestHandler(RequestHandler):
+    """aiohttp's protocol handler, except that a malformed request is answered ``<status> <phrase>`` and
+    logged as one line without details: aiohttp's parser messages (and tracebacks) quote the offending
+    header line, which can hold a bearer token (ARCHITECTURE.md: tokens are never logged or echoed)."""
+
+    def handle_error(
+        self,
+        request: BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> StreamResponse:
+        kind = type(exc).__name__ if exc is not None else "error"
+        _ERROR_LOG(f"malformed HTTP request from {request.remote}: {kind} (details withheld)")
+        phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
+        response = web.Response(status=status, text=f"{status} {phrase}\n", content_type="text/plain")
+        response.force_close()
+        return response
+
+
+def _ERROR_LOG(line: str) -> None:  # replaced by set_error_log once the host's log exists
+    print(line, file=sys.stderr, flush=True)
+
+
+def set_error_log(log: Callable[[str], None]) -> None:
+    """Where the one-line reports of malformed requests go (the host's operator log)."""
+    global _ERROR_LOG
+    _ERROR_LOG = log  # type: ignore[assignment]
+
+
+class QuietAppRunner(web.AppRunner):
+    """An ``AppRunner`` whose connections use :class:`_QuietRequestHandler` and never linger: after a
+    refusal (413) nothing more of the body is read, the connection is closed (``lingering_time=0``)."""
+
+    def __init__(self, app: web.Application, **kwargs: Any) -> None:
+        super().__init__(app, access_log=None, lingering_time=0, **kwargs)
+
+    async def _make_server(self) -> Server:
+        server = await super()._make_server()
+        return _QuietServer(server)
+
+
+class _QuietServer(Server):
+    """Wraps the runner's ``Server`` so each connection gets a :class:`_QuietRequestHandler`."""
+
+    def __init__(self, inner: Server) -> None:
+        self.__dict__["_inner"] = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_inner"], name)
+
+    def __call__(self) -> RequestHandler:
+        inner = self.__dict__["_inner"]
+        return _QuietRequestHandler(inner, loop=inner._loop, **inner._kwargs)
+
+
+def _bad_body(template: JsonObject, message: str) -> JsonObject:
+    """A 400 answer in the route's own dialect (envelope or JSON-RPC), from its 413 template."""
+    if "jsonrpc" in template:
+        return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": message}}
+    return _envelope_error("INVALID_JSON", message)
+
+
 class _Refused(Exception):
     def __init__(self, response: web.Response) -> None:
         super().__init__(response.status)
@@ -92,6 +161,20 @@ class HostServer:
         self.pairing = pairing
         self.log = log
         self.port = 0
+        self.bind = "127.0.0.1"
+
+    def url_host(self) -> str:
+        """The served address as it appears in a URL (``[::1]`` for IPv6)."""
+        if self.bind == "localhost":
+            return "127.0.0.1"
+        return f"[{self.bind}]" if ":" in self.bind else self.bind
+
+    def allowed_hosts(self) -> frozenset[str]:
+        """``Host`` values naming the loopback address and port served (DNS-rebinding guard)."""
+        names = {self.url_host()}
+        if self.bind in ("127.0.0.1", "::1", "localhost"):
+            names.add("localhost")
+        return frozenset(f"{name}:{self.port}" for name in names)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY)
@@ -106,7 +189,7 @@ class HostServer:
     # ------------------------------------------------------------------ shared checks
     def _check_host(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
         host = request.headers.get("Host", "")
-        if host not in (f"127.0.0.1:{self.port}", f"localhost:{self.port}"):
+        if host not in self.allowed_hosts():
             raise _Refused(
                 _json(403, err("NOT_AUTHORIZED", "the Host header must name the loopback address served"))
             )
@@ -150,7 +233,14 @@ class HostServer:
         chunks: list[bytes] = []
         total = 0
         while True:
-            chunk = await request.content.read(64 * 1024)
+            try:
+                chunk = await request.content.read(64 * 1024)
+            except Exception as exc:  # any failure to read the body (bad gzip, bad chunk…) is a bad body
+                response = _json(
+                    400, _bad_body(too_large, f"the request body could not be read ({type(exc).__name__})")
+                )
+                response.force_close()
+                raise _Refused(response) from None
             if not chunk:
                 break
             total += len(chunk)
@@ -184,7 +274,18 @@ class HostServer:
 
     # ------------------------------------------------------------------ MCP
     async def mcp_get(self, request: web.Request) -> web.StreamResponse:
-        """``GET``/``DELETE /mcp``: 405 — this server opens no SSE stream and keeps no MCP sessions."""
+        """``GET``/``DELETE /mcp``: 405 — this server opens no SSE stream and keeps no MCP sessions.
+        The Host, bearer and Origin checks come first, as on every route."""
+
+        def err(_code: str, message: str) -> JsonObject:
+            return _rpc_error(-32600, message)
+
+        try:
+            self._check_host(request, err)
+            self._check_bearer(request, err)
+            self._check_origin(request, err)
+        except _Refused as refused:
+            return refused.response
         return _json(405, _rpc_error(-32600, "only POST is supported on /mcp"), {"Allow": "POST"})
 
     async def mcp(self, request: web.Request) -> web.StreamResponse:
@@ -300,7 +401,13 @@ def state_dir() -> Path:
     else:
         path = Path(f"/tmp/kelpie-gateway-{os.getuid()}")
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise RuntimeError(
+            f"{path} is not a directory owned by this user (someone else may have created it); "
+            "set KELPIE_GATEWAY_STATE_DIR to a private directory"
+        )
+    if stat.S_IMODE(info.st_mode) != 0o700:
         os.chmod(path, 0o700)
     return path
 
