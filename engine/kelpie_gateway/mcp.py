@@ -40,6 +40,7 @@ unknown outcomes) add a second text block starting ``Next step:``.
 from __future__ import annotations
 
 import binascii
+import math
 import re
 import threading
 import weakref
@@ -139,8 +140,16 @@ def rpc_error(rid: Any, code: int, message: str, kelpie: str | None = None) -> J
 
 
 def _is_id(value: Any) -> bool:
-    """A usable request id: a string or a number (MCP forbids ``null``; booleans are not numbers)."""
-    return isinstance(value, str | int | float) and not isinstance(value, bool)
+    """A usable request id: a string or a number (MCP forbids ``null``; booleans are not numbers) that can
+    be echoed exactly: integers must fit in 64 bits (the JSON parser turns larger ones into floats, so an
+    integral float of 2**64 or more is refused too)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return False
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**64
+    if isinstance(value, float):
+        return math.isfinite(value) and not (value.is_integer() and abs(value) >= 2.0**64)
+    return True
 
 
 def _copy(value: Any) -> Any:

@@ -394,6 +394,9 @@ def validate_request(request: Any) -> tuple[Any, Method | None, str, JsonObject]
         raise ParamError("INVALID_REQUEST", "/id", "an integer id must fit in 64 bits")
     if isinstance(request_id, float) and not math.isfinite(request_id):
         raise ParamError("INVALID_REQUEST", "/id", "must be a finite number")
+    if isinstance(request_id, float) and request_id.is_integer() and abs(request_id) >= 2.0**64:
+        # the JSON parser turns integers beyond 64 bits into floats: such an id cannot be echoed exactly
+        raise ParamError("INVALID_REQUEST", "/id", "an integer id must fit in 64 bits")
     for key in request:
         if key not in _REQUEST_KEYS:
             raise _with_id(ParamError("INVALID_REQUEST", f"/{_escape(key)}", "unknown field"), request_id)

@@ -157,3 +157,14 @@ def test_engine_bounds_element_strings_even_if_a_renderer_does_not() -> None:
     out = response(ok(gw, step, value=value))["result"]
     assert len(out["elements"][0]["tag"]) == 128 and len(out["elements"][0]["label"]) == 500
     assert out["truncated"] is True
+
+
+def test_ids_beyond_64_bits_are_refused_not_echoed_changed() -> None:
+    gw = make()
+    canonical = response(gw.begin(b'{"version":1,"id":123456789012345678901,"method":"capabilities","params":{}}'))
+    assert canonical["error"]["code"] == "INVALID_REQUEST" and "64 bits" in canonical["error"]["message"]
+    exact = gw.begin(b'{"version":1,"id":18446744073709551615,"method":"capabilities","params":{}}')
+    assert exact["step"] == "authorize" and exact["request"]["id"] == 18446744073709551615
+    gw.cancel({"transaction": exact["transaction"], "reason": "cancelled"})
+    rpc = gw.begin_mcp(b'{"jsonrpc":"2.0","id":123456789012345678901,"method":"ping"}')["response"]
+    assert rpc["error"]["code"] == -32600
