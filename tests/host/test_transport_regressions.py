@@ -189,3 +189,21 @@ def test_cli_never_sends_the_bearer_through_a_proxy(host: Host, tmp_path: Path) 
     proxy.close()
     assert done.returncode == 0, done.stderr
     assert seen == []
+
+
+def test_a_stalled_body_gets_408_instead_of_holding_the_connection(state: Path) -> None:
+    process = HostProcess(["--browser", "none"], env={"KELPIE_GATEWAY_STATE_DIR": str(state),
+                                                      "KELPIE_GATEWAY_BODY_TIMEOUT_S": "1"})
+    process.start()
+    try:
+        port = int(process.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            # a chunked body that announces a chunk and then stops sending
+            sock.sendall((f"POST /v1/pair HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                          "Transfer-Encoding: chunked\r\n\r\n10\r\n{\"client\"").encode())
+            started = time.monotonic()
+            reply = sock.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 408"), reply[:80]
+        assert time.monotonic() - started < 5
+    finally:
+        process.stop()

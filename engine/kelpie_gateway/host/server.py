@@ -25,6 +25,7 @@ Status rules, in the order they are checked:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -47,6 +48,9 @@ from kelpie_gateway.host.driver import Driver
 JsonObject = dict[str, Any]
 
 MAX_BODY = 4 * 1024 * 1024
+BODY_READ_TIMEOUT_S = float(os.environ.get("KELPIE_GATEWAY_BODY_TIMEOUT_S", "30"))
+"""A request body must arrive within this many seconds (408 otherwise): a stalled or broken body never
+holds a connection and its handler forever."""
 MCP_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})
 LOOPBACK_BINDS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -232,9 +236,18 @@ class HostServer:
             raise refuse()
         chunks: list[bytes] = []
         total = 0
+        deadline = asyncio.get_running_loop().time() + BODY_READ_TIMEOUT_S
         while True:
             try:
-                chunk = await request.content.read(64 * 1024)
+                async with asyncio.timeout_at(deadline):
+                    chunk = await request.content.read(64 * 1024)
+            except TimeoutError:
+                response = _json(
+                    408,
+                    _bad_body(too_large, f"the request body did not arrive within {BODY_READ_TIMEOUT_S:g} s"),
+                )
+                response.force_close()
+                raise _Refused(response) from None
             except Exception as exc:  # any failure to read the body (bad gzip, bad chunk…) is a bad body
                 response = _json(
                     400, _bad_body(too_large, f"the request body could not be read ({type(exc).__name__})")
