@@ -49,7 +49,15 @@ async def bc(client: Client, method: str, params: dict[str, Any]) -> dict[str, A
 
 
 async def ok(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Call and require success. Like a careful agent, retry (bounded) exactly the refusals that are
+    retryable and guarantee nothing happened: BUSY, or a read discarded as RENDERER_CHANGED because a
+    navigation event landed while it ran. An unknown outcome (mayHaveCompleted) is never retried."""
     envelope = await bc(client, method, params)
+    for _ in range(5):
+        if envelope["success"] or not envelope["error"]["retryable"] or envelope["mayHaveCompleted"]:
+            break
+        await asyncio.sleep(0.2)
+        envelope = await bc(client, method, params)
     assert envelope["success"], envelope
     return dict(envelope["result"])
 

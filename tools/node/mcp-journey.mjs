@@ -58,8 +58,14 @@ async function bc(client, method, params) {
   check(Boolean(result.isError) === !envelope.success, `${method}: isError disagrees with the envelope`);
   return envelope;
 }
+// A client may retry exactly the refusals that are retryable AND guarantee nothing happened (BUSY, or a
+// read discarded as RENDERER_CHANGED when a navigation event lands mid-read); never an unknown outcome.
 async function ok(client, method, params) {
-  const envelope = await bc(client, method, params);
+  let envelope = await bc(client, method, params);
+  for (let attempt = 0; attempt < 5 && !envelope.success && envelope.error.retryable && !envelope.mayHaveCompleted; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    envelope = await bc(client, method, params);
+  }
   check(envelope.success, `${method} failed: ${JSON.stringify(envelope.error)}`);
   return envelope.result;
 }

@@ -52,10 +52,23 @@ class McpJourney:
     async def call(self, method: str, params: JsonObject, *, expect: str | None = "ok") -> JsonObject:
         """``tools/call kelpie_browser_control {method, params}``; returns the envelope."""
         self.say(f"  → {method} {_short(params, 90)}")
-        result = await self.client.call_tool("kelpie_browser_control", {"method": method, "params": params})
-        envelope = result.structured_content
-        if not isinstance(envelope, dict):
-            raise JourneyError(f"{method}: no structuredContent envelope in {result}")
+        envelope: JsonObject = {}
+        for attempt in range(6):
+            result = await self.client.call_tool(
+                "kelpie_browser_control", {"method": method, "params": params}
+            )
+            content = result.structured_content
+            if not isinstance(content, dict):
+                raise JourneyError(f"{method}: no structuredContent envelope in {result}")
+            envelope = content
+            error = envelope.get("error") or {}
+            # Retry only what the contract says is safe: retryable refusals where nothing happened.
+            if envelope.get("success") or not error.get("retryable") or envelope.get("mayHaveCompleted"):
+                break
+            if attempt == 5 or expect != "ok":
+                break
+            self.say(f"  ← {error.get('code')} (retryable, nothing happened): trying again")
+            await asyncio.sleep(0.2)
         if envelope.get("success"):
             shown = dict(envelope["result"])
             if "elements" in shown:

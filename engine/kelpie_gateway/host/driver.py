@@ -90,13 +90,7 @@ class Driver:
             return await self._loop(begin, mcp=mcp)
         except Exception as exc:  # errors are values: nothing raises into an HTTP response
             self.log(f"host error while driving a transaction: {type(exc).__name__}: {exc}")
-            message = f"the host failed while driving the transaction: {type(exc).__name__}"
-            response: JsonObject
-            if mcp:
-                response = {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": message}}
-            else:
-                response = _internal_envelope(message)
-            return {"step": "complete", "response": response, "audit": {}}
+            return _host_failure(f"the host failed while driving the transaction: {type(exc).__name__}", mcp)
 
     async def _loop(self, begin: Callable[[], JsonObject], *, mcp: bool) -> JsonObject:
         started = time.monotonic()
@@ -119,13 +113,7 @@ class Driver:
                 step = await self._dispatch(step)
             else:
                 self.log(f"gateway answered an unexpected step {kind!r}: {step.get('error')}")
-                message = f"the gateway answered an unexpected step {kind!r}"
-                response: JsonObject
-                if mcp:
-                    response = {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": message}}
-                else:
-                    response = _internal_envelope(message)
-                return {"step": "complete", "response": response, "audit": {}}
+                return _host_failure(f"the gateway answered an unexpected step {kind!r}", mcp)
 
     def authorize(self, step: Mapping[str, Any]) -> JsonObject:
         """The host policy: every paired (loopback, operator-approved) client is admitted."""
@@ -220,3 +208,13 @@ def _printable(value: object, limit: int = 80) -> str:
     if text.isprintable() and " " not in text:
         return text
     return repr(text)
+
+
+def _host_failure(message: str, mcp: bool) -> JsonObject:
+    """A complete step for a host-side failure: JSON-RPC -32603 or an INTERNAL envelope (errors are values)."""
+    response: JsonObject = (
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": message}}
+        if mcp
+        else _internal_envelope(message)
+    )
+    return {"step": "complete", "response": response, "audit": {}}

@@ -143,6 +143,16 @@ def _bad_body(template: JsonObject, message: str) -> JsonObject:
     return _envelope_error("INVALID_JSON", message)
 
 
+def _http_status(response: Any) -> int:
+    """400 for a body that is not JSON (the engine's own verdict: ``INVALID_JSON`` or JSON-RPC -32700, so
+    the body is parsed once), else 200: refusals and unknown outcomes travel in the envelope."""
+    if isinstance(response, dict):
+        error = response.get("error")
+        if isinstance(error, dict) and error.get("code") in ("INVALID_JSON", -32700):
+            return 400
+    return 200
+
+
 class _Refused(Exception):
     def __init__(self, response: web.Response) -> None:
         super().__init__(response.status)
@@ -277,13 +287,9 @@ class HostServer:
             )
         except _Refused as refused:
             return refused.response
-        try:
-            orjson.loads(body)
-            status = 200
-        except orjson.JSONDecodeError:
-            status = 400
         step = await self.driver.canonical(body)
-        return _json(status, step.get("response"))
+        response = step.get("response")
+        return _json(_http_status(response), response)
 
     # ------------------------------------------------------------------ MCP
     async def mcp_get(self, request: web.Request) -> web.StreamResponse:
@@ -323,16 +329,11 @@ class HostServer:
             )
         except _Refused as refused:
             return refused.response
-        try:
-            orjson.loads(body)
-            status = 200
-        except orjson.JSONDecodeError:
-            status = 400
         step = await self.driver.mcp(body)
         response = step.get("response")
         if response is None:
             return web.Response(status=int(step.get("httpStatus") or 202))
-        return _json(status, response)
+        return _json(_http_status(response), response)
 
     # ------------------------------------------------------------------ pairing
     async def pair(self, request: web.Request) -> web.StreamResponse:
