@@ -153,6 +153,16 @@ def _http_status(response: Any) -> int:
     return 200
 
 
+def _rpc_refusal(_code: str, message: str) -> JsonObject:
+    """A transport refusal on ``/mcp``: JSON-RPC -32600."""
+    return _rpc_error(-32600, message)
+
+
+def _pair_refusal(code: str, message: str) -> JsonObject:
+    """A transport refusal on ``/v1/pair``: ``{"error": {code, message}}``."""
+    return {"error": {"code": code, "message": message}}
+
+
 class _Refused(Exception):
     def __init__(self, response: web.Response) -> None:
         super().__init__(response.status)
@@ -225,6 +235,16 @@ class HostServer:
             )
         return token
 
+    def _admit(
+        self, request: web.Request, err: Callable[[str, str], JsonObject], *, bearer: bool = True
+    ) -> str | None:
+        """The checks every route runs first, in this order: Host (DNS rebinding, 403), bearer (401;
+        every route but ``POST /v1/pair``), Origin (403, after bearer admission). Returns the bearer."""
+        self._check_host(request, err)
+        token = self._check_bearer(request, err) if bearer else None
+        self._check_origin(request, err)
+        return token
+
     def _check_origin(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
         if "Origin" in request.headers:
             raise _Refused(
@@ -277,9 +297,7 @@ class HostServer:
         """``POST /v1/browser-control``: canonical request in, envelope out (CONTRACT.md §3-4)."""
         err = _envelope_error
         try:
-            self._check_host(request, err)
-            self._check_bearer(request, err)
-            self._check_origin(request, err)
+            self._admit(request, err)
             self._check_type(request, err)
             body = await self._read(
                 request,
@@ -296,13 +314,10 @@ class HostServer:
         """``GET``/``DELETE /mcp``: 405 — this server opens no SSE stream and keeps no MCP sessions.
         The Host, bearer and Origin checks come first, as on every route."""
 
-        def err(_code: str, message: str) -> JsonObject:
-            return _rpc_error(-32600, message)
+        err = _rpc_refusal
 
         try:
-            self._check_host(request, err)
-            self._check_bearer(request, err)
-            self._check_origin(request, err)
+            self._admit(request, err)
         except _Refused as refused:
             return refused.response
         return _json(405, _rpc_error(-32600, "only POST is supported on /mcp"), {"Allow": "POST"})
@@ -310,13 +325,10 @@ class HostServer:
     async def mcp(self, request: web.Request) -> web.StreamResponse:
         """``POST /mcp``: one JSON-RPC message (CONTRACT.md §7); JSON answer, 202 for notifications."""
 
-        def err(_code: str, message: str) -> JsonObject:
-            return _rpc_error(-32600, message)
+        err = _rpc_refusal
 
         try:
-            self._check_host(request, err)
-            self._check_bearer(request, err)
-            self._check_origin(request, err)
+            self._admit(request, err)
             version = request.headers.get("MCP-Protocol-Version")
             if version is not None and version not in MCP_VERSIONS:
                 supported = ", ".join(sorted(MCP_VERSIONS))
@@ -339,12 +351,10 @@ class HostServer:
     async def pair(self, request: web.Request) -> web.StreamResponse:
         """``POST /v1/pair`` ``{"client": name}`` -> 200 ``{"token", "client"}`` / 403 / 408."""
 
-        def err(code: str, message: str) -> JsonObject:
-            return {"error": {"code": code, "message": message}}
+        err = _pair_refusal
 
         try:
-            self._check_host(request, err)
-            self._check_origin(request, err)
+            self._admit(request, err, bearer=False)
             self._check_type(request, err)
             body = await self._read(request, err("REQUEST_TOO_LARGE", "the request body is over 4 MiB"))
         except _Refused as refused:
@@ -388,13 +398,11 @@ class HostServer:
     async def unpair(self, request: web.Request) -> web.StreamResponse:
         """``DELETE /v1/pair``: revoke exactly the presented bearer."""
 
-        def err(code: str, message: str) -> JsonObject:
-            return {"error": {"code": code, "message": message}}
+        err = _pair_refusal
 
         try:
-            self._check_host(request, err)
-            token = self._check_bearer(request, err)
-            self._check_origin(request, err)
+            token = self._admit(request, err)
+            assert token is not None
         except _Refused as refused:
             return refused.response
         client = self.tokens.lookup(token)
