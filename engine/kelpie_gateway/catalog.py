@@ -13,8 +13,9 @@ projection is computed once; the filter is therefore applied identically at disc
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
+from . import jsonio
 from .config import Config, Extension
 from .errors import ERROR_CODES, JsonObject
 from .jsonio import MAX_REQUEST_BYTES, MAX_RESULT_BYTES
@@ -104,7 +105,7 @@ class Catalog:
                 "pinnedTab": cfg.pinned_tab,
                 "limits": self.limits(),
             }
-        copied: JsonObject = _copy(self._capabilities)
+        copied: JsonObject = jsonio.clone(self._capabilities)
         return copied
 
     def documentation(self) -> str:
@@ -112,14 +113,6 @@ class Catalog:
         if self._documentation is None:
             self._documentation = render_documentation(self.methods, self.extensions, self.config)
         return self._documentation
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
 
 
 def render_documentation(methods: list[str], extensions: dict[str, Extension], config: Config | None) -> str:

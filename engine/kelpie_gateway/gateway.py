@@ -85,13 +85,6 @@ def _field(obj: Any, name: str, kind: type | tuple[type, ...], where: str) -> An
     return value
 
 
-def _clone(step: JsonObject) -> JsonObject:
-    """An independent copy of a step: nothing the engine hands out shares state with it (§11: steps
-    are plain dicts equal to the ABI's JSON)."""
-    copied: JsonObject = orjson.loads(jsonio.dumps(step))
-    return copied
-
-
 def _request_id(request: Any) -> Any:
     """The request's id when it can be read without trusting the request (for INTERNAL answers)."""
     rid = request.get("id") if isinstance(request, Mapping) else None
@@ -187,7 +180,7 @@ class Gateway:
                 return {"step": "idle", "awaitingRetirement": {"transaction": txn.id, "seq": txn.seq}}
             if txn.pending is None:
                 return {"step": "idle"}
-            step = _clone(txn.pending)
+            step = jsonio.clone(txn.pending)
             if txn.deadline is not None and self._clock() > txn.deadline:
                 step["overdue"] = True
             return step
@@ -440,7 +433,7 @@ class Gateway:
             "mutates": mutates,
             "target": target,
         }
-        return _clone(txn.pending)
+        return jsonio.clone(txn.pending)
 
     def _issue_dispatch(
         self, txn: Transaction, event: str, method: str, params: JsonObject, mutates: bool
@@ -459,7 +452,7 @@ class Gateway:
             "mutates": mutates,
             "timeoutMs": timeout,
         }
-        return _clone(txn.pending)
+        return jsonio.clone(txn.pending)
 
     def _after_admission(self, txn: Transaction) -> JsonObject:
         name = txn.method

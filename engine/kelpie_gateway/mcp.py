@@ -152,10 +152,6 @@ def _is_id(value: Any) -> bool:
     return True
 
 
-def _copy(value: Any) -> Any:
-    return jsonio.loads(jsonio.dumps(value), cap=1 << 40)
-
-
 # ====================================================================== entry point
 
 
@@ -242,7 +238,7 @@ def _request(gw: Gateway, rid: Any, method: str, params: JsonObject) -> JsonObje
     elif method == "tools/list":
         if "cursor" in params:
             raise _RpcError(INVALID_PARAMS, "unknown cursor: tools/list has a single page", "INVALID_PARAMS")
-        result = {"tools": _copy(_cached(gw)["tools"])}
+        result = {"tools": jsonio.clone(_cached(gw)["tools"])}
     elif method == "tools/call":
         return _tools_call(gw, rid, params)
     else:
@@ -374,7 +370,7 @@ def _describe(gw: Gateway, name: str) -> JsonObject:
     return {
         "name": ext.name,
         "description": ext.description,
-        "inputSchema": _copy(ext.input_schema),
+        "inputSchema": jsonio.clone(ext.input_schema),
         "mutates": ext.mutates,
     }
 

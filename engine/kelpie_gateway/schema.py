@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -535,6 +535,3 @@ def strict_validator(schema: JsonObject) -> Any:
     checker = base.TYPE_CHECKER.redefine("integer", lambda _c, v: type(v) is int)
     cls = jsonschema.validators.extend(base, type_checker=checker)  # type: ignore[no-untyped-call]
     return cls(schema, format_checker=None)
-
-
-IntegerCheck = Callable[[Any], bool]
