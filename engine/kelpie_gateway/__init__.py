@@ -5,10 +5,19 @@ Python API (CONTRACT.md §11)::
     from kelpie_gateway import Gateway
     gw = Gateway({"nativeMethods": ["get-tabs"]})
     step = gw.begin({"version": 1, "method": "tabs.list", "params": {}})
+
+The public API is exactly :data:`__all__`. Hosts (the reference host in ``kelpie_gateway.host`` included,
+enforced by ``tests/engine/test_layering.py``) use only these names and the C ABI; every other module is
+the engine's own and may change.
 """
 
+from .api import Gateway
 from .errors import GatewayConfigError, GatewayPendingError
-from .gateway import Gateway
+from .jsonio import dumps
+from .schema import NATIVE_ENDPOINTS
 
 __version__ = "0.1.0"
-__all__ = ["Gateway", "GatewayConfigError", "GatewayPendingError", "__version__"]
+__all__ = ["NATIVE_ENDPOINTS", "Gateway", "GatewayConfigError", "GatewayPendingError", "__version__", "dumps"]
+"""``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
+gets every core method advertised). ``dumps(value) -> bytes``: compact UTF-8 JSON, lone surrogates
+repaired (the engine's own serialiser, e.g. for a host that passes results to the C ABI as text)."""

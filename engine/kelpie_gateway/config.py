@@ -107,6 +107,32 @@ class Extension:
             return f"dedicated:{self.name}"
         return "direct"
 
+    def check_arguments(self, arguments: Any) -> tuple[str, str] | None:
+        """``(code, message)`` refusing ``arguments`` (REQUEST_TOO_LARGE over 4 MiB of JSON; INVALID_PARAMS
+        naming the JSON Pointer under ``/params/arguments``), or None when the inputSchema admits them."""
+        try:
+            size = jsonio.size_of(arguments)
+        except TypeError as exc:
+            return "INVALID_PARAMS", f"/params/arguments: not JSON data ({exc})"
+        if size > jsonio.MAX_REQUEST_BYTES:
+            return (
+                "REQUEST_TOO_LARGE",
+                f"arguments are {size} bytes; the cap is {jsonio.MAX_REQUEST_BYTES} bytes",
+            )
+        try:
+            error = next(iter(self.validator.iter_errors(arguments)), None)
+        except Exception as exc:  # e.g. a $ref that cannot be resolved: the descriptor's fault
+            return (
+                "INVALID_PARAMS",
+                f"/params/arguments: the extension's inputSchema cannot be evaluated ({exc!r:.200})",
+            )
+        if error is not None:
+            return (
+                "INVALID_PARAMS",
+                f"/params/arguments{_pointer(error.absolute_path)}: {error.message[:300]}",
+            )
+        return None
+
 
 @dataclass(frozen=True)
 class Config:

@@ -108,6 +108,20 @@ class GatewayPendingError(RuntimeError):
     """
 
 
+class Refusal(Exception):
+    """A refusal decided inside the engine while planning a dispatch or shaping its result (never raised
+    out of a public method: the gateway turns it into a failure envelope).
+
+    ``may_have_completed``: True/False as decided where it was raised, or None for "a failed dispatch":
+    the gateway then applies the §4 rule (unknown outcome for a dispatched mutation)."""
+
+    def __init__(self, code: str, message: str, *, may_have_completed: bool | None = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.may_have_completed = may_have_completed
+
+
 def error_body(code: str, message: str | None = None) -> JsonObject:
     """``{"code","message","retryable"}`` for a code of the closed set (unknown codes become INTERNAL)."""
     entry = ERROR_CODES.get(code)

@@ -1,88 +1,78 @@
-"""The gateway: lanes, BUSY, begin / next / advance / cancel, result shaping (CONTRACT.md §3–§6, §8, §11).
+"""The coordinator: lanes, BUSY, admission and the step protocol (CONTRACT.md §5, §6, §11).
 
-One :class:`Gateway` per browser (or profile). It performs no I/O: it hands the host *steps* and consumes
-the host's results. State changes go through :class:`~kelpie_gateway.transaction.Transaction.fire`
-(the graph lives in :mod:`kelpie_gateway.transaction`); this module decides *which* event to fire.
+One gateway per browser (or profile). It performs no I/O: it hands the host *steps* and consumes the
+host's results. :class:`GatewayCore` decides *which* event to fire; the graph itself lives in
+:mod:`kelpie_gateway.transaction` (every state and transition, and only there).
+
+Where everything else went (one responsibility per module):
+
+==========================  ==========================================================================
+module                      owns
+==========================  ==========================================================================
+``api``                     the public :class:`~kelpie_gateway.Gateway` = this coordinator + ``begin_mcp``
+``mcp``                     the MCP frontend (JSON-RPC in/out); depends on this module, never the reverse
+``schema``                  canonical methods, params, defaults, bounds; the request validator
+``config`` / ``catalog``    the gateway config and descriptors; the capability projection
+``natives``                 per method: the native endpoint call a transaction dispatches
+``results``                 per method: shaping a native result into the canonical result (pure)
+``refs``                    snapshot/ref ownership and the invalidation queue
+``reader``                  the generated reader / action scripts
+``errors`` / ``jsonio``     envelopes and the closed code set; bounded JSON in and out
+==========================  ==========================================================================
 
 Lanes: ``direct`` (core methods and direct extensions), ``recovery`` (``recovery:true`` extensions — they
 stay reachable while a dialog blocks a direct-lane command), ``dedicated:<name>`` (long-running
 extensions). One active transaction per lane; a ``begin`` on an occupied lane completes at once with
 ``BUSY`` and touches nothing.
 
-Thread safety: every public method but :meth:`Gateway.invalidate_refs` takes the gateway's lock;
+Frontends (canonical JSON built in, MCP in :mod:`kelpie_gateway.mcp`) run through
+:meth:`GatewayCore.begin_with` and use only its frontend surface (``begin_parsed``, ``complete_now``,
+``config``, ``catalog``, ``closed``).
+
+Thread safety: every public method but :meth:`GatewayCore.invalidate_refs` takes the gateway's lock;
 ``invalidate_refs`` only appends to a lock-free queue that the others drain first (§6).
 """
 
 from __future__ import annotations
 
-import binascii
-import re
 import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import orjson
 
-from . import jsonio
+from . import jsonio, natives, results
 from .catalog import Catalog
-from .config import Extension, parse_config
-from .errors import ERROR_CODES, GatewayPendingError, JsonObject, failure, rejected, success
+from .config import Config, Extension, parse_config
+from .errors import ERROR_CODES, GatewayPendingError, JsonObject, Refusal, failure, rejected, success
 from .refs import RefError, RefStore
 from .schema import METHODS, TIMEOUT_DEFAULT_MS, ParamError, validate_request
 from .transaction import AUTHORIZE_STATES, DISPATCH_STATES, Transaction
 
-WORLD: Final = "KelpieBrowserControl"
-_HANDLE_RE: Final = re.compile(r"[0-9A-Za-z_-]{1,64}")
-"""Renderer handles are short opaque tokens; anything else in a snapshot is a malformed result."""
+Render = Callable[[JsonObject], Any]
+Clock = Callable[[], float]
 ADVANCE_PARSE_CAP: Final = 256 * 1024 * 1024
 """``advance`` JSON text above this is rejected unparsed; results above 32 MiB are RESPONSE_TOO_LARGE."""
 _CANCEL_CODES: Final = {"timeout": "TIMEOUT", "cancelled": "CANCELLED", "renderer-closed": "RENDERER_FAILED"}
-_PASSTHROUGH: Final = frozenset(
-    {
-        "TAB_NOT_FOUND",
-        "TAB_STALE",
-        "NODE_REPLACED",
-        "NOT_TYPABLE",
-        "OPTION_UNSUPPORTED",
-        "TIMEOUT",
-        "CANCELLED",
-        "RENDERER_CHANGED",
-        "RENDERER_FAILED",
-        "RESPONSE_TOO_LARGE",
-        "NOT_AUTHORIZED",
-        "BROWSER_UNAVAILABLE",
-        "INVALID_PARAMS",
-    }
-)
-"""Renderer error codes passed through to the client; any other code becomes RENDERER_FAILED."""
 _TAB_TARGETED: Final = frozenset({"tabs.select", "tabs.close"})
 _REF_METHODS: Final = frozenset({"tab.click", "tab.type"})
 
-Render = Callable[[JsonObject], Any]
-Clock = Callable[[], float]
 
+class Frontend(Protocol):
+    """A translation from some wire format into canonical transactions, run by
+    :meth:`GatewayCore.begin_with` under the gateway's lock (the canonical JSON frontend is built in; the
+    MCP one is :mod:`kelpie_gateway.mcp`)."""
 
-class _Malformed(Exception):
-    """A renderer result lacks a required field or has the wrong type (RENDERER_FAILED)."""
+    def translate(self, gw: GatewayCore, message: Any) -> JsonObject:
+        """The first step of ``message``'s transaction (via :meth:`GatewayCore.begin_parsed` or
+        :meth:`GatewayCore.complete_now`); may raise only for gateway bugs."""
+        ...
 
-
-class _Refusal(Exception):
-    """A refusal decided while building or shaping a step."""
-
-    def __init__(self, code: str, message: str, may_have_completed: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.may_have_completed = may_have_completed
-
-
-def _field(obj: Any, name: str, kind: type | tuple[type, ...], where: str) -> Any:
-    value = obj.get(name) if isinstance(obj, dict) else None
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _Malformed(f"{where}: missing or malformed field {name!r}")
-    return value
+    def internal_error(self, message: Any, exc: Exception) -> tuple[JsonObject, Render | None]:
+        """The envelope (and renderer) that answers ``message`` when translating it hit a gateway bug."""
+        ...
 
 
 def _request_id(request: Any) -> Any:
@@ -91,20 +81,22 @@ def _request_id(request: Any) -> Any:
     return rid if isinstance(rid, str | int | float) and not isinstance(rid, bool) else None
 
 
-def _cut_utf16(text: str, limit: int) -> tuple[str, bool]:
-    """``text`` cut to at most ``limit`` UTF-16 code units without splitting a surrogate pair."""
-    if len(text) * 2 <= limit:
-        return text, False
-    units = 0
-    for i, ch in enumerate(text):
-        units += 2 if ord(ch) > 0xFFFF else 1
-        if units > limit:
-            return text[:i], True
-    return text, False
+class _Canonical:
+    """The canonical JSON frontend (§3): ``begin``."""
+
+    def translate(self, gw: GatewayCore, message: Any) -> JsonObject:
+        return gw._begin_raw(message)
+
+    def internal_error(self, message: Any, exc: Exception) -> tuple[JsonObject, Render | None]:
+        return failure(_request_id(message), "INTERNAL", f"internal error: {exc!r}"), None
 
 
-class Gateway:
-    """A browser-control gateway (CONTRACT.md §11). Mirrors the C ABI one to one.
+_CANONICAL: Final = _Canonical()
+
+
+class GatewayCore:
+    """The coordinator of a browser-control gateway (CONTRACT.md §5, §6, §11): lanes, BUSY, admission and
+    the step protocol. :class:`kelpie_gateway.Gateway` is this class plus the MCP frontend.
 
     ``config``: Mapping or JSON text (§2); raises :class:`~kelpie_gateway.errors.GatewayConfigError`.
     ``clock``: monotonic seconds (default :func:`time.monotonic`); used for dispatch deadlines
@@ -126,37 +118,25 @@ class Gateway:
         self._closed = False
         self._working: Transaction | None = None
         self._audit_hint: tuple[str | None, str | None] = (None, None)
+        self._natives = natives.Context(self._key, self._refs.resolve)
 
     # ================================================================== public API
     def begin(self, request: Mapping[str, Any] | str | bytes) -> JsonObject:
         """Start a canonical transaction (§5). Returns an ``authorize``, ``dispatch`` or ``complete`` step."""
+        return self.begin_with(request, _CANONICAL)
+
+    def begin_with(self, message: Any, frontend: Frontend) -> JsonObject:
+        """Start a transaction from ``message`` through ``frontend`` (the canonical JSON one for
+        :meth:`begin`, MCP for ``begin_mcp``) under the gateway's lock, after draining queued ref
+        invalidations (§6). A gateway bug while translating completes with the frontend's INTERNAL
+        answer, so the caller always gets a step."""
         with self._lock:
             self._refs.drain()
             try:
-                return self._begin_raw(request, None)
+                return frontend.translate(self, message)
             except Exception as exc:  # a bug: report it, keep the gateway usable
-                env = failure(_request_id(request), "INTERNAL", f"internal error: {exc!r}")
-                return self._complete_now(env, None)
-            finally:
-                self._audit_hint = (None, None)
-
-    def begin_mcp(self, message: Mapping[str, Any] | str | bytes) -> JsonObject:
-        """Start a transaction from a JSON-RPC 2.0 message (§7); the ``complete`` step carries the
-        JSON-RPC response (``null`` with ``httpStatus: 202`` for a notification)."""
-        from . import mcp
-
-        with self._lock:
-            self._refs.drain()
-            try:
-                step: JsonObject = mcp.begin(self, message)
-                return step
-            except Exception as exc:
-                response = {
-                    "jsonrpc": "2.0",
-                    "id": _request_id(message),
-                    "error": {"code": -32603, "message": f"internal error: {exc!r}"},
-                }
-                return self._complete_now(failure(None, "INTERNAL", repr(exc)), lambda _e: response)
+                envelope, render = frontend.internal_error(message, exc)
+                return self.complete_now(envelope, render)
             finally:
                 self._audit_hint = (None, None)
 
@@ -243,21 +223,53 @@ class Gateway:
             self._release(txn)
             return rejected("INTERNAL", message)
 
+    # ================================================================== for frontends
+    # What a frontend's ``translate`` may call (it runs under the lock, inside :meth:`begin_with`).
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` succeeded; every new transaction is then refused."""
         return self._closed
+
+    @property
+    def config(self) -> Config:
+        """The validated config (§2), read-only."""
+        return self._config
+
+    @property
+    def catalog(self) -> Catalog:
+        """The capability projection (§2): advertised methods and admitted extensions, read-only."""
+        return self._catalog
+
+    def begin_parsed(self, request: Any, render: Render | None) -> JsonObject:
+        """Run an already parsed canonical request (§3); ``render`` turns the final envelope into what the
+        ``complete`` step carries (None: the envelope itself). Only from a frontend's ``translate``."""
+        return self._begin_parsed(request, render)
+
+    def complete_now(
+        self,
+        envelope: JsonObject,
+        render: Render | None,
+        method: str | None = None,
+        *,
+        txn_id: str | None = None,
+    ) -> JsonObject:
+        """A transaction refused (or answered) before it took a lane: one ``complete`` step, seq 1, whose
+        audit names ``method``. Only from a frontend's ``translate``."""
+        return self._complete_step(
+            txn_id or self._new_id(), 1, envelope, render, self._audit(None, envelope, method)
+        )
 
     # ================================================================== begin
     def _new_id(self) -> str:
         self._counter += 1
         return f"t{self._counter}"
 
-    def _begin_raw(self, request: Any, render: Render | None) -> JsonObject:
+    def _begin_raw(self, request: Any, render: Render | None = None) -> JsonObject:
         if isinstance(request, str | bytes | bytearray | memoryview):
             try:
                 request = jsonio.loads(request)
             except jsonio.JsonError as exc:
-                return self._complete_now(failure(None, exc.code, str(exc)), render)
+                return self.complete_now(failure(None, exc.code, str(exc)), render)
         elif isinstance(request, Mapping):
             # An independent copy (later edits by the caller change nothing), the same 4 MiB cap and the
             # same refusal of lone surrogates as JSON text.
@@ -265,9 +277,9 @@ class Gateway:
                 request = jsonio.loads(orjson.dumps(request))
             except orjson.JSONEncodeError as exc:
                 env = failure(_request_id(request), "INVALID_REQUEST", f"not JSON data: {exc}")
-                return self._complete_now(env, render)
+                return self.complete_now(env, render)
             except jsonio.JsonError as exc:
-                return self._complete_now(failure(_request_id(request), exc.code, str(exc)), render)
+                return self.complete_now(failure(_request_id(request), exc.code, str(exc)), render)
         return self._begin_parsed(request, render)
 
     def _begin_parsed(self, request: Any, render: Render | None) -> JsonObject:
@@ -281,14 +293,14 @@ class Gateway:
             tab_named if isinstance(tab_named, str) else None,
         )
         if self._closed:
-            return self._complete_now(failure(None, "INVALID_REQUEST", "this gateway is closed"), render)
+            return self.complete_now(failure(None, "INVALID_REQUEST", "this gateway is closed"), render)
         try:
             rid, method, name, params = validate_request(request)
         except ParamError as exc:
-            return self._complete_now(failure(getattr(exc, "request_id", None), exc.code, str(exc)), render)
+            return self.complete_now(failure(getattr(exc, "request_id", None), exc.code, str(exc)), render)
         if method is None:
             advertised = ", ".join(self._catalog.methods)
-            return self._complete_now(
+            return self.complete_now(
                 failure(
                     rid, "UNSUPPORTED_METHOD", f"unknown method {name!r}; this gateway offers: {advertised}"
                 ),
@@ -296,19 +308,19 @@ class Gateway:
             )
         code = self._catalog.refusal(method)
         if code is not None and name != "extension.call":
-            return self._complete_now(failure(rid, code, self._refusal_message(code, name)), render, name)
+            return self.complete_now(failure(rid, code, self._refusal_message(code, name)), render, name)
         lane, mutates, ext = "direct", method.mutates, None
         if name == "extension.call":
             ext = self._catalog.extensions.get(params["name"])
             if ext is None:
-                return self._complete_now(
+                return self.complete_now(
                     failure(rid, "EXTENSION_NOT_ADMITTED", f"no admitted extension named {params['name']!r}"),
                     render,
                     name,
                 )
-            refusal = self._check_arguments(ext, params["arguments"])
+            refusal = ext.check_arguments(params["arguments"])
             if refusal is not None:
-                return self._complete_now(failure(rid, refusal[0], refusal[1]), render, name)
+                return self.complete_now(failure(rid, refusal[0], refusal[1]), render, name)
             lane, mutates = ext.lane, ext.mutates
         tab_id: str | None = None
         arguments = params.get("arguments")
@@ -321,7 +333,7 @@ class Gateway:
                 if tab_id is None:
                     tab_id = params["tabId"] = pin
                 elif tab_id != pin:
-                    return self._complete_now(
+                    return self.complete_now(
                         failure(
                             rid, "TAB_PINNED", f"this session is pinned to tab {pin!r}; {tab_id!r} is refused"
                         ),
@@ -329,7 +341,7 @@ class Gateway:
                         name,
                     )
             if tab_id is None and self._config.targeting == "direct":
-                return self._complete_now(
+                return self.complete_now(
                     failure(rid, "TAB_REQUIRED", f"{name} needs params.tabId (direct targeting)"),
                     render,
                     name,
@@ -339,7 +351,7 @@ class Gateway:
             what = (
                 "waiting for a cancelled dispatch to retire" if active.state == "retiring" else active.method
             )
-            return self._complete_now(
+            return self.complete_now(
                 failure(
                     rid,
                     "BUSY",
@@ -362,8 +374,8 @@ class Gateway:
         txn.plan["ext"] = ext
         try:
             self._precheck(txn, tab_id)
-        except _Refusal as exc:
-            return self._complete_now(failure(rid, exc.code, exc.message), render, name, txn_id=txn.id)
+        except Refusal as exc:
+            return self.complete_now(failure(rid, exc.code, exc.message), render, name, txn_id=txn.id)
         self._lanes[lane] = txn
         self._by_id[txn.id] = txn
         if self._config.require_authorization:
@@ -377,30 +389,8 @@ class Gateway:
             return f"{name} is refused: this session is pinned to tab {self._config.pinned_tab!r}"
         return f"{name}: {ERROR_CODES[code][1]}"
 
-    def _check_arguments(self, ext: Extension, arguments: Any) -> tuple[str, str] | None:
-        try:
-            size = jsonio.size_of(arguments)
-        except TypeError as exc:
-            return "INVALID_PARAMS", f"/params/arguments: not JSON data ({exc})"
-        if size > jsonio.MAX_REQUEST_BYTES:
-            return (
-                "REQUEST_TOO_LARGE",
-                f"arguments are {size} bytes; the cap is {jsonio.MAX_REQUEST_BYTES} bytes",
-            )
-        try:
-            error = next(iter(ext.validator.iter_errors(arguments)), None)
-        except Exception as exc:  # e.g. a $ref that cannot be resolved: the descriptor's fault
-            return (
-                "INVALID_PARAMS",
-                f"/params/arguments: the extension's inputSchema cannot be evaluated ({exc!r:.200})",
-            )
-        if error is not None:
-            pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
-            return "INVALID_PARAMS", f"/params/arguments{pointer}: {error.message[:300]}"
-        return None
-
     def _precheck(self, txn: Transaction, tab_id: str | None) -> None:
-        """Ref validity and RECONCILE_REQUIRED for ``tab_id`` (None: the ref's own tab); raises _Refusal."""
+        """Ref validity and RECONCILE_REQUIRED for ``tab_id`` (None: the ref's own tab); raises Refusal."""
         params = txn.request["params"]
         if txn.method in _REF_METHODS:
             ref = params["ref"]
@@ -408,9 +398,9 @@ class Gateway:
             try:
                 self._refs.resolve(ref, target)
             except RefError as exc:
-                raise _Refusal(exc.code, exc.message) from None
+                raise Refusal(exc.code, exc.message) from None
         if txn.mutates and tab_id is not None and tab_id in self._reconcile:
-            raise _Refusal(
+            raise Refusal(
                 "RECONCILE_REQUIRED",
                 f"an earlier action on tab {tab_id!r} has an unknown outcome; take a tab.snapshot (or tabs.list) "
                 "of it before acting on it again",
@@ -469,8 +459,9 @@ class Gateway:
     def _issue_main(self, txn: Transaction, event: str) -> JsonObject:
         try:
             self._precheck(txn, txn.tab_id)
-            endpoint, params = self._native_call(txn)
-        except _Refusal as exc:  # after a dispatched switch-tab the selection may have changed
+            planned = self._plan(txn)
+            endpoint, params = natives.native_call(planned, self._natives)
+        except Refusal as exc:  # after a dispatched switch-tab the selection may have changed
             env = failure(txn.request_id, exc.code, exc.message, may_have_completed=txn.dispatched_mutation)
             return self._finish(txn, env)
         step = self._issue_dispatch(txn, event, endpoint, params, txn.mutates)
@@ -499,53 +490,18 @@ class Gateway:
         if target is not None:
             self._refs.invalidate(target)
 
-    def _native_call(self, txn: Transaction) -> tuple[str, JsonObject]:
-        """The native endpoint and its exact params for the main dispatch (raises _Refusal for refs)."""
-        p = txn.request["params"]
-        name = txn.method
-        tab = txn.tab_id
-        if name == "extension.call":
-            ext: Extension = txn.plan["ext"]
-            return ext.method, p["arguments"]
-        if name == "tabs.list":
-            return "get-tabs", {}
-        if name == "tabs.select":
-            return "switch-tab", {"tabId": tab}
-        if name == "tabs.open":
-            return "new-tab", ({"url": p["url"]} if "url" in p else {})
-        if name == "tabs.close":
-            return "close-tab", {"tabId": tab}
-        if name == "tab.navigate":
-            return "navigate", {"tabId": tab, "url": p["url"], "timeoutMs": p["timeoutMs"]}
-        if name == "tab.screenshot":
-            return "screenshot", {
-                "tabId": tab,
-                "format": p["format"],
-                "fullPage": p["fullPage"],
-                "timeoutMs": p["timeoutMs"],
-            }
-        from . import reader
-
-        if name == "tab.snapshot":
-            script = reader.snapshot_script(self._key, max_chars=p["maxChars"], max_elements=p["maxElements"])
-        else:
-            assert tab is not None
-            try:
-                handle = self._refs.resolve(p["ref"], tab)
-                if name == "tab.click":
-                    script = reader.click_script(self._key, handle)
-                else:
-                    script = reader.type_script(self._key, handle, p["text"])
-            except RefError as exc:
-                raise _Refusal(exc.code, exc.message) from None
-            except ValueError as exc:  # the renderer's handle for this ref is not a reader handle
-                raise _Refusal("RENDERER_FAILED", f"cannot act on {p['ref']!r}: {exc}") from None
-        return "browser-control-evaluate", {
-            "tabId": tab,
-            "world": WORLD,
-            "script": script,
-            "timeoutMs": p["timeoutMs"],
-        }
+    def _plan(self, txn: Transaction) -> results.Planned:
+        """What the main dispatch acts on, fixed once the target tab is known (after any inspection)."""
+        ext: Extension | None = txn.plan.get("ext")
+        planned = results.Planned(
+            txn.method,
+            txn.request["params"],
+            txn.tab_id,
+            txn.mutates,
+            ext.method if ext is not None else None,
+        )
+        txn.plan["planned"] = planned
+        return planned
 
     # ================================================================== completion
     def _audit(self, txn: Transaction | None, envelope: JsonObject, method: str | None) -> JsonObject:
@@ -577,19 +533,6 @@ class Gateway:
             step["httpStatus"] = 202
         return step
 
-    def _complete_now(
-        self,
-        envelope: JsonObject,
-        render: Render | None,
-        method: str | None = None,
-        *,
-        txn_id: str | None = None,
-    ) -> JsonObject:
-        """A transaction refused (or answered) before it took a lane: one ``complete`` step, seq 1."""
-        return self._complete_step(
-            txn_id or self._new_id(), 1, envelope, render, self._audit(None, envelope, method)
-        )
-
     def _release(self, txn: Transaction) -> None:
         if self._lanes.get(txn.lane) is txn:
             del self._lanes[txn.lane]
@@ -610,21 +553,21 @@ class Gateway:
             try:
                 return jsonio.loads(data, cap=cap, lone_surrogates=True), size
             except jsonio.JsonError as exc:
-                raise _Refusal("INVALID_REQUEST", str(exc)) from None
+                raise Refusal("INVALID_REQUEST", str(exc)) from None
         if isinstance(data, Mapping):
             # Round-trip a Python host's dict: an independent copy, lone surrogates repaired, and the
             # same size as JSON text for the 32 MiB result cap.
             try:
                 text = jsonio.dumps(dict(data))
             except TypeError as exc:
-                raise _Refusal("INVALID_REQUEST", f"not JSON data: {exc}") from None
+                raise Refusal("INVALID_REQUEST", f"not JSON data: {exc}") from None
             return orjson.loads(text), len(text)
-        raise _Refusal("INVALID_REQUEST", "expected a JSON object")
+        raise Refusal("INVALID_REQUEST", "expected a JSON object")
 
     def _advance(self, data: Any) -> JsonObject:
         try:
             msg, size = self._parse_host(data, ADVANCE_PARSE_CAP)
-        except _Refusal as exc:
+        except Refusal as exc:
             return rejected(exc.code, exc.message)
         if not isinstance(msg, dict):
             return rejected("INVALID_REQUEST", "advance takes a JSON object")
@@ -714,7 +657,7 @@ class Gateway:
             code = err.get("code") if isinstance(err, dict) else None
             message = err.get("message") if isinstance(err, dict) else None
             text = message if isinstance(message, str) and message else "the renderer reported a failure"
-            if code not in _PASSTHROUGH:
+            if code not in results.PASSTHROUGH_CODES:
                 text = f"{text} (renderer code {code!r})" if code is not None else text
                 code = "RENDERER_FAILED"
             return self._fail_dispatch(txn, str(code), text, result)
@@ -722,15 +665,20 @@ class Gateway:
             if txn.state == "inspecting":
                 return self._on_inspection(txn, result)
             if txn.state == "switching":
-                tab = _field(result, "tabId", str, "switch-tab")
-                self._refs.note_generation(tab, _field(result, "generation", int, "switch-tab"))
+                tab = results.field(result, "tabId", str, "switch-tab")
+                self._refs.note_generation(tab, results.field(result, "generation", int, "switch-tab"))
                 return self._issue_main(txn, "dispatch")
             return self._on_main_result(txn, result)
-        except _Malformed as exc:
-            return self._fail_dispatch(txn, "RENDERER_FAILED", str(exc), result)
+        except Refusal as exc:
+            if exc.may_have_completed is None:  # a malformed result: the §4 rule for a failed dispatch
+                return self._fail_dispatch(txn, exc.code, exc.message, result)
+            env = failure(txn.request_id, exc.code, exc.message, may_have_completed=exc.may_have_completed)
+            return self._finish(txn, env)
 
     def _on_inspection(self, txn: Transaction, result: JsonObject) -> JsonObject:
-        tabs = self._parse_tabs(result)
+        tabs = results.parse_tabs(result)
+        for t in tabs:
+            self._refs.note_generation(t["tabId"], t["generation"])
         active = next((t for t in tabs if t["active"]), None)
         if active is None:
             return self._finish(txn, failure(txn.request_id, "TAB_NOT_FOUND", "no tab is selected"))
@@ -760,7 +708,7 @@ class Gateway:
                 )
             try:
                 self._precheck(txn, wanted)
-            except _Refusal as exc:
+            except Refusal as exc:
                 return self._finish(txn, failure(txn.request_id, exc.code, exc.message))
             if self._config.require_authorization:
                 switch_request = {
@@ -773,162 +721,48 @@ class Gateway:
             return self._issue_switch(txn)
         return self._issue_main(txn, "dispatch")
 
-    def _parse_tabs(self, result: JsonObject) -> list[JsonObject]:
-        raw = _field(result, "tabs", list, "get-tabs")
-        tabs = []
-        repair = jsonio.repair_surrogates
-        for i, t in enumerate(raw):
-            if not isinstance(t, dict):
-                raise _Malformed(f"get-tabs tabs[{i}]: not an object")
-            tab_id, gen, url, title, active = (
-                t.get(k) for k in ("tabId", "generation", "url", "title", "active")
-            )
-            if not (
-                isinstance(tab_id, str)
-                and type(gen) is int
-                and isinstance(url, str)
-                and isinstance(title, str)
-                and isinstance(active, bool)
-            ):
-                raise _Malformed(
-                    f"get-tabs tabs[{i}]: needs tabId (string), generation (integer), url, title "
-                    "(strings) and active (boolean)"
-                )
-            tabs.append(
-                {
-                    "tabId": tab_id,
-                    "generation": gen,
-                    "url": repair(url),
-                    "title": repair(title),
-                    "active": active,
-                }
-            )
-        for t in tabs:
-            self._refs.note_generation(t["tabId"], t["generation"])
-        return tabs
-
     def _on_main_result(self, txn: Transaction, result: JsonObject) -> JsonObject:
-        name = txn.method
         tab = txn.tab_id
-        rid = txn.request_id
         if not txn.mutates and tab is not None and self._refs.epoch(tab) != txn.epoch:
             return self._finish(
                 txn,
                 failure(
-                    rid,
+                    txn.request_id,
                     "RENDERER_CHANGED",
                     f"tab {tab!r} changed while it was being read; the result was discarded",
                 ),
             )
-        if name == "extension.call":
-            out = {k: v for k, v in result.items() if k != "success"}
-            return self._finish(txn, success(rid, jsonio.repair_surrogates(out)))
-        if name == "tabs.list":
-            tabs = self._parse_tabs(result)
-            listed = {t["tabId"] for t in tabs}
+        shaped = results.shape(txn.plan["planned"], result)
+        return self._finish(txn, success(txn.request_id, self._record(shaped)))
+
+    def _record(self, shaped: results.Shaped) -> JsonObject:
+        """Apply a shaped result's facts to the ref store and reconcile marks; returns the result object
+        (a snapshot's refs, id and generation filled in)."""
+        refs = self._refs
+        for tab, generation in shaped.generations:
+            refs.note_generation(tab, generation)
+        if shaped.observed_tabs is not None:
+            listed = set(shaped.observed_tabs)
             self._reconcile.clear()  # every open tab was just observed; unlisted ones are gone
-            for known in self._refs.known_tabs():
+            for known in refs.known_tabs():
                 if known not in listed:
-                    self._refs.forget_tab(known)
-            return self._finish(txn, success(rid, {"tabs": tabs}))
-        if name in ("tabs.select", "tabs.open"):
-            new_tab = _field(result, "tabId", str, name)
-            generation = _field(result, "generation", int, name)
-            self._refs.note_generation(new_tab, generation)
-            return self._finish(txn, success(rid, {"tabId": new_tab, "generation": generation}))
-        if name == "tabs.close":
-            assert tab is not None
-            self._refs.forget_tab(tab)
-            self._reconcile.discard(tab)
-            return self._finish(txn, success(rid, {"closed": True}))
-        if name == "tab.navigate":
-            out_tab = _field(result, "tabId", str, "navigate")
-            generation = _field(result, "generation", int, "navigate")
-            url = _field(result, "url", str, "navigate")
-            self._refs.note_generation(out_tab, generation)
-            self._refs.invalidate(out_tab)
-            return self._finish(txn, success(rid, {"tabId": out_tab, "generation": generation, "url": url}))
-        if name == "tab.screenshot":
-            out = {
-                "mimeType": "image/png",
-                "data": _field(result, "data", str, "screenshot"),
-                "width": _field(result, "width", int, "screenshot"),
-                "height": _field(result, "height", int, "screenshot"),
-            }
-            if _field(result, "mimeType", str, "screenshot") != "image/png":
-                raise _Malformed("screenshot: mimeType must be image/png")
-            try:
-                if not out["data"] or not binascii.a2b_base64(out["data"], strict_mode=True):
-                    raise ValueError("empty image")
-            except (binascii.Error, ValueError):
-                raise _Malformed("screenshot: data is not valid base64") from None
-            return self._finish(txn, success(rid, out))
-        value = result.get("value")
-        if isinstance(value, dict) and isinstance(value.get("error"), dict):
-            err = value["error"]
-            code = err.get("code") if err.get("code") in _PASSTHROUGH else "RENDERER_FAILED"
-            message = (
-                err.get("message") if isinstance(err.get("message"), str) else "the page refused the action"
-            )
-            mhc = txn.mutates and value.get("mayHaveCompleted") is not False  # a read never has effects
-            return self._finish(txn, failure(rid, str(code), message, may_have_completed=mhc))
-        if name == "tab.snapshot":
-            return self._finish(txn, success(rid, self._build_snapshot(txn, result, value)))
-        if name == "tab.click":
-            if not isinstance(value, dict) or value.get("clicked") is not True:
-                raise _Malformed("click: the script returned no {clicked:true}")
-            return self._finish(txn, success(rid, {"clicked": True}))
-        typed = _field(value, "typed", int, "type")
-        return self._finish(txn, success(rid, {"typed": typed}))
-
-    def _build_snapshot(self, txn: Transaction, result: JsonObject, value: Any) -> JsonObject:
-        p = txn.request["params"]
-        tab = txn.tab_id
-        assert tab is not None
-        url = jsonio.repair_surrogates(_field(value, "url", str, "snapshot"))
-        title = jsonio.repair_surrogates(_field(value, "title", str, "snapshot"))
-        text = jsonio.repair_surrogates(_field(value, "text", str, "snapshot"))
-        truncated = _field(value, "truncated", bool, "snapshot")
-        raw = _field(value, "elements", list, "snapshot")
-        text, cut = _cut_utf16(text, p["maxChars"])
-        truncated = truncated or cut
-        if len(raw) > p["maxElements"]:
-            raw = raw[: p["maxElements"]]
-            truncated = True
-        handles = []
-        elements = []
-        for i, e in enumerate(raw):
-            where = f"snapshot elements[{i}]"
-            handle = _field(e, "handle", str, where)
-            if _HANDLE_RE.fullmatch(handle) is None:
-                raise _Malformed(f"{where}: malformed handle")
-            handles.append(handle)
-            item: JsonObject = {"ref": ""}
-            for key, limit in (("tag", 128), ("role", 128), ("label", 500)):
-                value_text, cut_field = _cut_utf16(_field(e, key, str, where), limit)
-                item[key] = value_text
-                truncated = truncated or cut_field
-
-            for key, v in e.items():
-                if key not in item and key != "handle":
-                    item[key] = v
-            elements.append(jsonio.repair_surrogates(item))
-        gen = result.get("generation")
-        generation = gen if type(gen) is int else self._refs.generation(tab)
-        sid, refs = self._refs.issue_snapshot(tab, generation, handles)
-        for item, ref in zip(elements, refs, strict=True):
-            item["ref"] = ref
-        self._reconcile.discard(tab)
-        return {
-            "tabId": tab,
-            "generation": generation,
-            "snapshot": f"s{sid}",
-            "url": url,
-            "title": title,
-            "text": text,
-            "truncated": truncated,
-            "elements": elements,
-        }
+                    refs.forget_tab(known)
+        if shaped.invalidate is not None:
+            refs.invalidate(shaped.invalidate)
+        if shaped.closed is not None:
+            refs.forget_tab(shaped.closed)
+            self._reconcile.discard(shaped.closed)
+        out = shaped.result
+        snap = shaped.snapshot
+        if snap is not None:
+            seen = snap.generation if snap.generation is not None else refs.generation(snap.tab_id)
+            sid, issued = refs.issue_snapshot(snap.tab_id, seen, snap.handles)
+            out["generation"] = seen
+            out["snapshot"] = f"s{sid}"
+            for item, ref in zip(out["elements"], issued, strict=True):
+                item["ref"] = ref
+            self._reconcile.discard(snap.tab_id)
+        return out
 
     def _retire(self, txn: Transaction) -> JsonObject:
         txn.fire("retire")
@@ -938,7 +772,7 @@ class Gateway:
     def _cancel(self, data: Any) -> JsonObject:
         try:
             msg, _ = self._parse_host(data, jsonio.MAX_REQUEST_BYTES)
-        except _Refusal as exc:
+        except Refusal as exc:
             return rejected(exc.code, exc.message)
         if not isinstance(msg, dict) or set(msg) != {"transaction", "reason"}:
             return rejected(

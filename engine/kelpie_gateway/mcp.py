@@ -1,10 +1,12 @@
 """MCP translation: JSON-RPC 2.0 in, JSON-RPC out, the same transactions underneath (CONTRACT.md §7).
 
-:func:`begin` is called by :meth:`Gateway.begin_mcp <kelpie_gateway.gateway.Gateway.begin_mcp>` with the
-gateway lock held and the invalidation queue drained. It returns the first step of a transaction whose
+:func:`begin` (what ``Gateway.begin_mcp`` and the C ABI's ``kelpie_browser_gateway_begin_mcp`` call) runs
+the translation through :meth:`GatewayCore.begin_with <kelpie_gateway.gateway.GatewayCore.begin_with>`, so the
+gateway lock is held and the invalidation queue drained. This module depends on the gateway, never the
+reverse. It returns the first step of a transaction whose
 ``complete`` step carries a JSON-RPC response (or ``null`` with ``"httpStatus": 202`` for anything that
 gets no response). Nothing here raises for bad input, and nothing here decides policy: every browser
-action goes through the canonical coordinator (:meth:`Gateway._begin_parsed`), so authorization, BUSY,
+action goes through the canonical coordinator (:meth:`GatewayCore.begin_parsed`), so authorization, BUSY,
 refs, RECONCILE_REQUIRED and extension admission are exactly those of the canonical route.
 
 Message handling (decisions where the contract is silent are in ``docs/mcp.md``):
@@ -44,16 +46,14 @@ import math
 import re
 import threading
 import weakref
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from . import jsonio
 from .config import NAME_PATTERN
 from .errors import JsonObject, failure, success
+from .gateway import GatewayCore, Render
 from .schema import MAX_EXTENSION_TOOL_NAMES, METHODS, params_json_schema
-
-if TYPE_CHECKING:
-    from .gateway import Gateway
 
 PROTOCOL_VERSIONS: Final = ("2025-06-18", "2025-11-25")
 """Supported MCP protocol versions, oldest first; ``initialize`` falls back to the last (newest)."""
@@ -105,9 +105,8 @@ UNKNOWN_OUTCOME_NEXT_STEP: Final = (
     "tabs.list) and decide from what you see."
 )
 
-Render = Callable[[JsonObject], Any]
 
-_CACHE: weakref.WeakKeyDictionary[Gateway, dict[str, Any]] = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[GatewayCore, dict[str, Any]] = weakref.WeakKeyDictionary()
 _CACHE_LOCK: Final = threading.Lock()
 """Gateways lock themselves; the cache is shared between gateways, so it has its own lock."""
 
@@ -155,14 +154,37 @@ def _is_id(value: Any) -> bool:
 # ====================================================================== entry point
 
 
-def begin(gw: Gateway, message: Mapping[str, Any] | str | bytes) -> JsonObject:
+def begin(gw: GatewayCore, message: Mapping[str, Any] | str | bytes) -> JsonObject:
     """Translate one JSON-RPC message into a transaction and return its first step (CONTRACT.md §7).
 
     ``message``: JSON text (str or UTF-8 bytes, at most 4 MiB) or an already parsed Mapping (it is
     re-serialised once, so the same cap and JSON rules apply). Returns an ``authorize``, ``dispatch`` or
     ``complete`` step; the ``complete`` step's ``response`` is the JSON-RPC response, or ``None`` with
-    ``"httpStatus": 202``. Never raises for bad input.
+    ``"httpStatus": 202``. Never raises for bad input (a gateway bug answers ``-32603``).
     """
+    return gw.begin_with(message, FRONTEND)
+
+
+class _McpFrontend:
+    """The MCP frontend (:class:`~kelpie_gateway.gateway.Frontend`)."""
+
+    def translate(self, gw: GatewayCore, message: Any) -> JsonObject:
+        return _translate(gw, message)
+
+    def internal_error(self, message: Any, exc: Exception) -> tuple[JsonObject, Render | None]:
+        rid = message.get("id") if isinstance(message, Mapping) else None
+        response = {
+            "jsonrpc": "2.0",
+            "id": rid if _is_id(rid) else None,
+            "error": {"code": -32603, "message": f"internal error: {exc!r}"},
+        }
+        return failure(None, "INTERNAL", repr(exc)), lambda _e: response
+
+
+FRONTEND: Final = _McpFrontend()
+
+
+def _translate(gw: GatewayCore, message: Any) -> JsonObject:
     rid: Any = None
     method: str | None = None
     try:
@@ -177,7 +199,7 @@ def begin(gw: Gateway, message: Mapping[str, Any] | str | bytes) -> JsonObject:
             raise _RpcError(INVALID_REQUEST, 'jsonrpc must be the string "2.0"', "INVALID_REQUEST")
         if "method" not in msg and ("result" in msg or "error" in msg):
             _check_response_shape(msg)
-            return gw._complete_now(success(None, {}), _no_response, "jsonrpc/response")
+            return gw.complete_now(success(None, {}), _no_response, "jsonrpc/response")
         for key in msg:
             if key not in _MESSAGE_KEYS:
                 raise _RpcError(INVALID_REQUEST, f"unknown member {key[:100]!r}", "INVALID_REQUEST")
@@ -190,14 +212,14 @@ def begin(gw: Gateway, message: Mapping[str, Any] | str | bytes) -> JsonObject:
         if not isinstance(params, dict):
             raise _RpcError(INVALID_REQUEST, "params must be an object", "INVALID_REQUEST")
         if "id" not in msg:
-            return gw._complete_now(success(None, {}), _no_response, method)
+            return gw.complete_now(success(None, {}), _no_response, method)
         if gw.closed:
             raise _RpcError(INVALID_REQUEST, "this gateway is closed", "INVALID_REQUEST")
         return _request(gw, rid, method, params)
     except _RpcError as exc:
         envelope = failure(rid, exc.kelpie, exc.message)
         response = rpc_error(rid, exc.code, exc.message, exc.kelpie)
-        return gw._complete_now(envelope, lambda _e: response, method)
+        return gw.complete_now(envelope, lambda _e: response, method)
 
 
 def _no_response(_envelope: JsonObject) -> None:
@@ -230,7 +252,7 @@ def _check_response_shape(msg: JsonObject) -> None:
         raise _RpcError(INVALID_REQUEST, "id must be a string, a number or null", "INVALID_REQUEST")
 
 
-def _request(gw: Gateway, rid: Any, method: str, params: JsonObject) -> JsonObject:
+def _request(gw: GatewayCore, rid: Any, method: str, params: JsonObject) -> JsonObject:
     if method == "initialize":
         result = _initialize(gw, params)
     elif method == "ping":
@@ -244,10 +266,10 @@ def _request(gw: Gateway, rid: Any, method: str, params: JsonObject) -> JsonObje
     else:
         raise _RpcError(METHOD_NOT_FOUND, f"method not found: {method[:100]!r}", "UNSUPPORTED_METHOD")
     response = rpc_result(rid, result)
-    return gw._complete_now(success(rid, result), lambda _e: response, method)
+    return gw.complete_now(success(rid, result), lambda _e: response, method)
 
 
-def _initialize(gw: Gateway, params: JsonObject) -> JsonObject:
+def _initialize(gw: GatewayCore, params: JsonObject) -> JsonObject:
     wanted = params.get("protocolVersion")
     if not isinstance(wanted, str):
         raise _RpcError(
@@ -266,7 +288,7 @@ def _initialize(gw: Gateway, params: JsonObject) -> JsonObject:
 # ====================================================================== tools/call
 
 
-def _tools_call(gw: Gateway, rid: Any, params: JsonObject) -> JsonObject:
+def _tools_call(gw: GatewayCore, rid: Any, params: JsonObject) -> JsonObject:
     name = params.get("name")
     if not isinstance(name, str):
         raise _RpcError(INVALID_PARAMS, "tools/call needs params.name (a string)", "INVALID_PARAMS")
@@ -282,7 +304,7 @@ def _tools_call(gw: Gateway, rid: Any, params: JsonObject) -> JsonObject:
             raise _RpcError(INVALID_PARAMS, f"{name}: params must be an object", "INVALID_PARAMS")
         request = {"version": 1, "id": rid, "method": arguments["method"], "params": inner}
         image = arguments["method"] == "tab.screenshot"
-        return gw._begin_parsed(request, lambda e: tool_response(rid, e, image=image))
+        return gw.begin_parsed(request, lambda e: tool_response(rid, e, image=image))
     if name == TOOL_EXTENSION:
         _only(name, arguments, required=("name",), optional=("arguments",))
         if not isinstance(arguments["name"], str):
@@ -293,8 +315,8 @@ def _tools_call(gw: Gateway, rid: Any, params: JsonObject) -> JsonObject:
         return _extension_call(gw, rid, arguments["name"], ext_args, lambda e: tool_response(rid, e))
     if name == TOOL_EXTENSIONS:
         _only(name, arguments, required=(), optional=())
-        envelope = success(rid, {"extensions": list(gw._catalog.extensions)})
-        return gw._complete_now(envelope, lambda e: tool_response(rid, e), "tools/call")
+        envelope = success(rid, {"extensions": list(gw.catalog.extensions)})
+        return gw.complete_now(envelope, lambda e: tool_response(rid, e), "tools/call")
     if name == TOOL_EXTENSION_TOOLS:
         _only(name, arguments, required=("names",), optional=())
         names = arguments["names"]
@@ -309,7 +331,7 @@ def _tools_call(gw: Gateway, rid: Any, params: JsonObject) -> JsonObject:
                 "INVALID_PARAMS",
             )
         envelope = success(rid, {"tools": [_describe(gw, n) for n in names]})
-        return gw._complete_now(envelope, lambda e: tool_response(rid, e), "tools/call")
+        return gw.complete_now(envelope, lambda e: tool_response(rid, e), "tools/call")
     return _direct_call(gw, rid, name, arguments)
 
 
@@ -322,7 +344,9 @@ def _only(tool: str, arguments: JsonObject, *, required: tuple[str, ...], option
             raise _RpcError(INVALID_PARAMS, f"{tool}: argument {key!r} is required", "INVALID_PARAMS")
 
 
-def _extension_call(gw: Gateway, rid: Any, name: str, arguments: JsonObject, render: Render) -> JsonObject:
+def _extension_call(
+    gw: GatewayCore, rid: Any, name: str, arguments: JsonObject, render: Render
+) -> JsonObject:
     """Canonical ``extension.call {name, arguments}``: the engine refuses EXTENSION_NOT_ADMITTED for
     unknown or filtered names and INVALID_PARAMS for arguments its ``inputSchema`` refuses."""
     request = {
@@ -331,19 +355,19 @@ def _extension_call(gw: Gateway, rid: Any, name: str, arguments: JsonObject, ren
         "method": "extension.call",
         "params": {"name": name, "arguments": arguments},
     }
-    return gw._begin_parsed(request, render)
+    return gw.begin_parsed(request, render)
 
 
-def _direct_call(gw: Gateway, rid: Any, name: str, arguments: JsonObject) -> JsonObject:
+def _direct_call(gw: GatewayCore, rid: Any, name: str, arguments: JsonObject) -> JsonObject:
     """An extension called by its own name. Not admitted (unknown, filtered, method not native, mutating
     with actions disabled) -> the engine refuses EXTENSION_NOT_ADMITTED, rendered as ``-32602`` unknown
     tool; arguments its ``inputSchema`` refuses -> ``-32602`` invalid arguments (nothing dispatched)."""
     unknown = f"unknown tool: {name[:100]!r}"
     if not _NAME_RE.match(name):
         raise _RpcError(INVALID_PARAMS, unknown, "EXTENSION_NOT_ADMITTED")
-    ext = gw._catalog.extensions.get(name)
+    ext = gw.catalog.extensions.get(name)
     if ext is not None:
-        refusal = gw._check_arguments(ext, arguments)
+        refusal = ext.check_arguments(arguments)
         if refusal is not None:
             detail = refusal[1].replace("/params/arguments", "arguments", 1)
             raise _RpcError(INVALID_PARAMS, f"{name}: invalid arguments: {detail}", refusal[0])
@@ -357,8 +381,8 @@ def _direct_call(gw: Gateway, rid: Any, name: str, arguments: JsonObject) -> Jso
     return _extension_call(gw, rid, name, arguments, render)
 
 
-def _describe(gw: Gateway, name: str) -> JsonObject:
-    ext = gw._catalog.extensions.get(name)
+def _describe(gw: GatewayCore, name: str) -> JsonObject:
+    ext = gw.catalog.extensions.get(name)
     if ext is None:
         return {
             "name": name,
@@ -413,7 +437,7 @@ def tool_response(rid: Any, envelope: JsonObject, *, image: bool = False) -> Jso
 # ====================================================================== tools/list and instructions
 
 
-def _cached(gw: Gateway) -> dict[str, Any]:
+def _cached(gw: GatewayCore) -> dict[str, Any]:
     """Per-gateway tools list and instructions (the config is immutable, so computed once)."""
     with _CACHE_LOCK:
         entry = _CACHE.get(gw)
@@ -424,15 +448,15 @@ def _cached(gw: Gateway) -> dict[str, Any]:
     return entry
 
 
-def browser_control_schema(gw: Gateway) -> JsonObject:
+def browser_control_schema(gw: GatewayCore) -> JsonObject:
     """``kelpie_browser_control``'s inputSchema, generated from :data:`~kelpie_gateway.schema.METHODS`:
     ``method`` enum = the advertised methods; ``params`` = ``anyOf`` the params schemas of those methods
     (methods with identical params share one entry, titled with their names). In direct targeting without
     a pinned tab, ``tabId`` is required where the method is tab-scoped."""
-    cfg = gw._config
+    cfg = gw.config
     tab_required = cfg.targeting == "direct" and cfg.pinned_tab is None
     groups: dict[bytes, tuple[list[str], JsonObject]] = {}
-    for name in gw._catalog.methods:
+    for name in gw.catalog.methods:
         m = METHODS[name]
         schema = params_json_schema(m, tab_required=tab_required and m.tab_scoped)
         key = jsonio.dumps(schema)
@@ -446,7 +470,7 @@ def browser_control_schema(gw: Gateway) -> JsonObject:
         "properties": {
             "method": {
                 "type": "string",
-                "enum": list(gw._catalog.methods),
+                "enum": list(gw.catalog.methods),
                 "description": "The canonical method to run.",
             },
             "params": {
@@ -461,11 +485,11 @@ def browser_control_schema(gw: Gateway) -> JsonObject:
     }
 
 
-def list_tools(gw: Gateway) -> list[JsonObject]:
+def list_tools(gw: GatewayCore) -> list[JsonObject]:
     """The ``tools/list`` tools: ``kelpie_browser_control`` always (``documentation`` and
     ``capabilities`` are always advertised); the three extension tools only when an extension is
     admitted. Admitted extensions are callable by name but not listed (CONTRACT.md §7)."""
-    methods = gw._catalog.methods
+    methods = gw.catalog.methods
     lines = []
     for name in methods:
         m = METHODS[name]
@@ -474,7 +498,7 @@ def list_tools(gw: Gateway) -> list[JsonObject]:
             kind = "mutates per extension"
         lines.append(f"- {name} ({kind}): {m.summary}")
     mutating = any(METHODS[n].mutates for n in methods) or any(
-        e.mutates for e in gw._catalog.extensions.values()
+        e.mutates for e in gw.catalog.extensions.values()
     )
     tools: list[JsonObject] = [
         {
@@ -492,7 +516,7 @@ def list_tools(gw: Gateway) -> list[JsonObject]:
             },
         }
     ]
-    if gw._catalog.extensions:
+    if gw.catalog.extensions:
         tools += [
             {
                 "name": TOOL_EXTENSIONS,
@@ -546,9 +570,9 @@ def list_tools(gw: Gateway) -> list[JsonObject]:
     return tools
 
 
-def instructions(gw: Gateway) -> str:
+def instructions(gw: GatewayCore) -> str:
     """The ``initialize`` instructions: how refs, BUSY and ``mayHaveCompleted`` work, for this gateway."""
-    methods = set(gw._catalog.methods)
+    methods = set(gw.catalog.methods)
     parts = [
         f"This server controls a web browser through {TOOL_BROWSER} {{method, params}}; "
         'method "documentation" returns the full reference of what this browser offers.'
@@ -559,14 +583,14 @@ def instructions(gw: Gateway) -> str:
             "A ref works only on its own tab and only until the next snapshot, navigation or action there; "
             "when a ref is refused, take a new snapshot and use its refs."
         )
-    if gw._config.targeting == "direct" and "tabs.list" in methods and gw._config.pinned_tab is None:
+    if gw.config.targeting == "direct" and "tabs.list" in methods and gw.config.pinned_tab is None:
         parts.append("Tab methods need params.tabId (from tabs.list or tabs.open).")
     parts.append(
         "BUSY means another action is still running and nothing was done: wait, then try again. "
         "A failure with mayHaveCompleted:true means the action may already have happened: never repeat it "
         "blindly; observe first and decide from what you see."
     )
-    if gw._catalog.extensions:
+    if gw.catalog.extensions:
         parts.append(
             f"Extensions: {TOOL_EXTENSIONS} lists them, {TOOL_EXTENSION_TOOLS} describes them, "
             f"{TOOL_EXTENSION} calls one."

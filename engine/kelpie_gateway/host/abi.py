@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from kelpie_gateway import jsonio
+from kelpie_gateway import dumps as json_dumps
 
 JsonObject = dict[str, Any]
 
@@ -45,13 +45,13 @@ class AbiError(RuntimeError):
 
 def _text(value: Any) -> bytes:
     if isinstance(value, Mapping | list):
-        data = jsonio.dumps(value)
+        data = json_dumps(value)
     elif isinstance(value, str):
         data = value.encode("utf-8", "surrogatepass")
     elif isinstance(value, bytes | bytearray | memoryview):
         data = bytes(value)
     else:
-        data = jsonio.dumps(value)
+        data = json_dumps(value)
     # A C string ends at NUL. A raw NUL is never valid JSON, and neither is U+0001, so the swap keeps
     # invalid input invalid instead of letting truncation turn it into a different, valid request.
     return data.replace(b"\x00", b"\x01")

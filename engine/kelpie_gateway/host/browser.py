@@ -44,7 +44,7 @@ from playwright.async_api import (
 )
 from playwright.async_api import Error as PlaywrightError
 
-from ..schema import NATIVE_ENDPOINTS
+from kelpie_gateway import NATIVE_ENDPOINTS
 
 JsonObject = dict[str, Any]
 

@@ -1,0 +1,115 @@
+"""The native call each canonical method dispatches: endpoint name and exact params (CONTRACT.md §3, §9).
+Pure functions: no gateway state, no I/O.
+
+A builder takes what the transaction planned (:class:`~kelpie_gateway.results.Planned`) and a
+:class:`Context` (the per-gateway reader key and a ref resolver) and returns ``(endpoint, params)``; it
+raises :class:`~kelpie_gateway.errors.Refusal` when a ref cannot be resolved (checked again here because a
+switch-tab may have run since admission). The host invokes the endpoint with exactly these params, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from . import reader
+from .errors import JsonObject, Refusal
+from .refs import RefError
+from .results import Planned
+
+WORLD: Final = reader.WORLD_NAME
+"""The isolated world fixed scripts run in (``browser-control-evaluate`` params ``world``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """``key``: the per-gateway reader key (§9); ``resolve(ref, tabId)`` → the renderer handle, or raises
+    :class:`~kelpie_gateway.refs.RefError`."""
+
+    key: str
+    resolve: Callable[[str, str], str]
+
+
+NativeCall = tuple[str, JsonObject]
+Builder = Callable[[Planned, Context], NativeCall]
+
+
+def _evaluate(p: Planned, script: str) -> NativeCall:
+    return "browser-control-evaluate", {
+        "tabId": p.tab_id,
+        "world": WORLD,
+        "script": script,
+        "timeoutMs": p.params["timeoutMs"],
+    }
+
+
+def _handle(p: Planned, ctx: Context) -> str:
+    assert p.tab_id is not None
+    try:
+        return ctx.resolve(p.params["ref"], p.tab_id)
+    except RefError as exc:
+        raise Refusal(exc.code, exc.message) from None
+
+
+def _acting(p: Planned, ctx: Context, make: Callable[[str], str]) -> NativeCall:
+    handle = _handle(p, ctx)
+    try:
+        script = make(handle)
+    except ValueError as exc:  # the renderer's handle for this ref is not a reader handle
+        raise Refusal("RENDERER_FAILED", f"cannot act on {p.params['ref']!r}: {exc}") from None
+    return _evaluate(p, script)
+
+
+def _extension_call(p: Planned, _ctx: Context) -> NativeCall:
+    assert p.endpoint is not None
+    return p.endpoint, p.params["arguments"]
+
+
+def _snapshot(p: Planned, ctx: Context) -> NativeCall:
+    params = p.params
+    return _evaluate(
+        p, reader.snapshot_script(ctx.key, max_chars=params["maxChars"], max_elements=params["maxElements"])
+    )
+
+
+def _click(p: Planned, ctx: Context) -> NativeCall:
+    return _acting(p, ctx, lambda handle: reader.click_script(ctx.key, handle))
+
+
+def _type(p: Planned, ctx: Context) -> NativeCall:
+    return _acting(p, ctx, lambda handle: reader.type_script(ctx.key, handle, p.params["text"]))
+
+
+def _navigate(p: Planned, _ctx: Context) -> NativeCall:
+    return "navigate", {"tabId": p.tab_id, "url": p.params["url"], "timeoutMs": p.params["timeoutMs"]}
+
+
+def _screenshot(p: Planned, _ctx: Context) -> NativeCall:
+    params = p.params
+    return "screenshot", {
+        "tabId": p.tab_id,
+        "format": params["format"],
+        "fullPage": params["fullPage"],
+        "timeoutMs": params["timeoutMs"],
+    }
+
+
+BUILDERS: Final[dict[str, Builder]] = {
+    "tabs.list": lambda _p, _c: ("get-tabs", {}),
+    "tabs.select": lambda p, _c: ("switch-tab", {"tabId": p.tab_id}),
+    "tabs.open": lambda p, _c: ("new-tab", {"url": p.params["url"]} if "url" in p.params else {}),
+    "tabs.close": lambda p, _c: ("close-tab", {"tabId": p.tab_id}),
+    "tab.snapshot": _snapshot,
+    "tab.click": _click,
+    "tab.type": _type,
+    "tab.navigate": _navigate,
+    "tab.screenshot": _screenshot,
+    "extension.call": _extension_call,
+}
+"""Every dispatched canonical method's native call (the same keys as :data:`results.SHAPERS`)."""
+
+
+def native_call(planned: Planned, ctx: Context) -> NativeCall:
+    """``(endpoint, params)`` for ``planned``'s main dispatch; raises :class:`Refusal` for refs."""
+    return BUILDERS[planned.method](planned, ctx)

@@ -1,0 +1,292 @@
+"""Result shaping per method: a native endpoint's result turned into the canonical result (CONTRACT.md §3,
+§8, §9). Pure functions: no gateway state, no I/O.
+
+Each shaper takes what the transaction planned (:class:`Planned`) and the host's validated
+``{success: true, …}`` result, and returns a :class:`Shaped` — the result object plus the facts the
+gateway must record (tab generations seen, tabs observed or closed, refs to invalidate, handles to turn
+into refs) — or raises :class:`~kelpie_gateway.errors.Refusal` (a malformed result is ``RENDERER_FAILED``;
+an action script's own refusal keeps its code). The gateway applies the facts; shapers never touch the
+ref store, so they can be tested with plain dicts.
+
+Adding a method: one entry in :data:`kelpie_gateway.schema.METHODS`, one native call in
+:mod:`kelpie_gateway.natives`, one shaper in :data:`SHAPERS`, one host handler, and one reader script if it
+reads the DOM.
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from . import jsonio
+from .errors import JsonObject, Refusal
+
+PASSTHROUGH_CODES: Final = frozenset(
+    {
+        "TAB_NOT_FOUND",
+        "TAB_STALE",
+        "NODE_REPLACED",
+        "NOT_TYPABLE",
+        "OPTION_UNSUPPORTED",
+        "TIMEOUT",
+        "CANCELLED",
+        "RENDERER_CHANGED",
+        "RENDERER_FAILED",
+        "RESPONSE_TOO_LARGE",
+        "NOT_AUTHORIZED",
+        "BROWSER_UNAVAILABLE",
+        "INVALID_PARAMS",
+    }
+)
+"""Renderer error codes passed through to the client; any other code becomes RENDERER_FAILED."""
+
+_HANDLE_RE: Final = re.compile(r"[0-9A-Za-z_-]{1,64}")
+"""Renderer handles are short opaque tokens; anything else in a snapshot is a malformed result."""
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """What the transaction planned: the canonical ``method`` name, its validated ``params`` (defaults
+    applied), the target ``tab_id`` (None for tab-less methods), whether it ``mutates``, and for
+    ``extension.call`` the descriptor's native ``endpoint``."""
+
+    method: str
+    params: JsonObject
+    tab_id: str | None
+    mutates: bool
+    endpoint: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRefs:
+    """A snapshot's renderer handles, in element order, for the gateway to turn into refs of a new snapshot
+    of ``tab_id``; ``generation`` is the renderer's, or None (the gateway uses the tab's last known one)."""
+
+    tab_id: str
+    generation: int | None
+    handles: list[str]
+
+
+@dataclass(slots=True)
+class Shaped:
+    """A shaped success. ``result`` is the canonical result object; the other fields are facts to record:
+
+    ``generations``: ``(tabId, generation)`` pairs the renderer reported; ``observed_tabs``: every open
+    tab was just listed (others are forgotten, every reconcile mark cleared); ``invalidate``: a tab whose
+    refs are now invalid (navigation); ``closed``: a tab that no longer exists; ``snapshot``: handles to
+    issue as refs into ``result["elements"][i]["ref"]`` (and ``result["generation"]`` when None)."""
+
+    result: JsonObject
+    generations: tuple[tuple[str, int], ...] = ()
+    observed_tabs: tuple[str, ...] | None = None
+    invalidate: str | None = None
+    closed: str | None = None
+    snapshot: SnapshotRefs | None = None
+
+
+Shaper = Callable[[Planned, JsonObject], Shaped]
+
+
+def malformed(message: str) -> Refusal:
+    """A renderer result that lacks a required field or has the wrong type."""
+    return Refusal("RENDERER_FAILED", message, may_have_completed=None)
+
+
+def field(obj: Any, name: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """``obj[name]`` when it is of ``kind`` (booleans are not integers); else a malformed-result refusal."""
+    value = obj.get(name) if isinstance(obj, dict) else None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise malformed(f"{where}: missing or malformed field {name!r}")
+    return value
+
+
+def cut_utf16(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut to at most ``limit`` UTF-16 code units without splitting a surrogate pair (§8)."""
+    if len(text) * 2 <= limit:
+        return text, False
+    units = 0
+    for i, ch in enumerate(text):
+        units += 2 if ord(ch) > 0xFFFF else 1
+        if units > limit:
+            return text[:i], True
+    return text, False
+
+
+def parse_tabs(result: JsonObject) -> list[JsonObject]:
+    """``get-tabs`` → ``[{tabId, generation, url, title, active}]`` with lone surrogates repaired."""
+    raw = field(result, "tabs", list, "get-tabs")
+    tabs = []
+    repair = jsonio.repair_surrogates
+    for i, t in enumerate(raw):
+        if not isinstance(t, dict):
+            raise malformed(f"get-tabs tabs[{i}]: not an object")
+        tab_id, gen, url, title, active = (
+            t.get(k) for k in ("tabId", "generation", "url", "title", "active")
+        )
+        if not (
+            isinstance(tab_id, str)
+            and type(gen) is int
+            and isinstance(url, str)
+            and isinstance(title, str)
+            and isinstance(active, bool)
+        ):
+            raise malformed(
+                f"get-tabs tabs[{i}]: needs tabId (string), generation (integer), url, title "
+                "(strings) and active (boolean)"
+            )
+        tabs.append(
+            {"tabId": tab_id, "generation": gen, "url": repair(url), "title": repair(title), "active": active}
+        )
+    return tabs
+
+
+# ====================================================================== one shaper per method
+def _extension_call(_p: Planned, result: JsonObject) -> Shaped:
+    out = {k: v for k, v in result.items() if k != "success"}
+    return Shaped(jsonio.repair_surrogates(out))
+
+
+def _tabs_list(_p: Planned, result: JsonObject) -> Shaped:
+    tabs = parse_tabs(result)
+    return Shaped(
+        {"tabs": tabs},
+        generations=tuple((t["tabId"], t["generation"]) for t in tabs),
+        observed_tabs=tuple(t["tabId"] for t in tabs),
+    )
+
+
+def _tab_identity(p: Planned, result: JsonObject) -> Shaped:
+    """``tabs.select`` and ``tabs.open``: ``{tabId, generation}``."""
+    tab = field(result, "tabId", str, p.method)
+    generation = field(result, "generation", int, p.method)
+    return Shaped({"tabId": tab, "generation": generation}, generations=((tab, generation),))
+
+
+def _tabs_close(p: Planned, _result: JsonObject) -> Shaped:
+    return Shaped({"closed": True}, closed=p.tab_id)
+
+
+def _navigate(_p: Planned, result: JsonObject) -> Shaped:
+    tab = field(result, "tabId", str, "navigate")
+    generation = field(result, "generation", int, "navigate")
+    url = field(result, "url", str, "navigate")
+    return Shaped(
+        {"tabId": tab, "generation": generation, "url": url},
+        generations=((tab, generation),),
+        invalidate=tab,
+    )
+
+
+def _screenshot(_p: Planned, result: JsonObject) -> Shaped:
+    out = {
+        "mimeType": "image/png",
+        "data": field(result, "data", str, "screenshot"),
+        "width": field(result, "width", int, "screenshot"),
+        "height": field(result, "height", int, "screenshot"),
+    }
+    if field(result, "mimeType", str, "screenshot") != "image/png":
+        raise malformed("screenshot: mimeType must be image/png")
+    try:
+        if not out["data"] or not binascii.a2b_base64(out["data"], strict_mode=True):
+            raise ValueError("empty image")
+    except (binascii.Error, ValueError):
+        raise malformed("screenshot: data is not valid base64") from None
+    return Shaped(out)
+
+
+def _script_value(p: Planned, result: JsonObject) -> Any:
+    """A ``browser-control-evaluate`` result's ``value``; a script's own ``{error}`` becomes its refusal
+    (a read never has effects; a mutation's refusal is an unknown outcome unless it says otherwise, §4)."""
+    value = result.get("value")
+    if isinstance(value, dict) and isinstance(value.get("error"), dict):
+        err = value["error"]
+        code = err.get("code") if err.get("code") in PASSTHROUGH_CODES else "RENDERER_FAILED"
+        message = err.get("message") if isinstance(err.get("message"), str) else "the page refused the action"
+        mhc = p.mutates and value.get("mayHaveCompleted") is not False
+        raise Refusal(str(code), message, may_have_completed=mhc)
+    return value
+
+
+def _snapshot(p: Planned, result: JsonObject) -> Shaped:
+    value = _script_value(p, result)
+    params = p.params
+    tab = p.tab_id
+    assert tab is not None
+    url = jsonio.repair_surrogates(field(value, "url", str, "snapshot"))
+    title = jsonio.repair_surrogates(field(value, "title", str, "snapshot"))
+    text = jsonio.repair_surrogates(field(value, "text", str, "snapshot"))
+    truncated = field(value, "truncated", bool, "snapshot")
+    raw = field(value, "elements", list, "snapshot")
+    text, cut = cut_utf16(text, params["maxChars"])
+    truncated = truncated or cut
+    if len(raw) > params["maxElements"]:
+        raw = raw[: params["maxElements"]]
+        truncated = True
+    handles = []
+    elements = []
+    for i, e in enumerate(raw):
+        where = f"snapshot elements[{i}]"
+        handle = field(e, "handle", str, where)
+        if _HANDLE_RE.fullmatch(handle) is None:
+            raise malformed(f"{where}: malformed handle")
+        handles.append(handle)
+        item: JsonObject = {"ref": ""}
+        for key, limit in (("tag", 128), ("role", 128), ("label", 500)):
+            value_text, cut_field = cut_utf16(field(e, key, str, where), limit)
+            item[key] = value_text
+            truncated = truncated or cut_field
+        for key, v in e.items():
+            if key not in item and key != "handle":
+                item[key] = v
+        elements.append(jsonio.repair_surrogates(item))
+    gen = result.get("generation")
+    generation = gen if type(gen) is int else None
+    return Shaped(
+        {
+            "tabId": tab,
+            "generation": generation,
+            "snapshot": "",
+            "url": url,
+            "title": title,
+            "text": text,
+            "truncated": truncated,
+            "elements": elements,
+        },
+        snapshot=SnapshotRefs(tab, generation, handles),
+    )
+
+
+def _click(p: Planned, result: JsonObject) -> Shaped:
+    value = _script_value(p, result)
+    if not isinstance(value, dict) or value.get("clicked") is not True:
+        raise malformed("click: the script returned no {clicked:true}")
+    return Shaped({"clicked": True})
+
+
+def _type(p: Planned, result: JsonObject) -> Shaped:
+    value = _script_value(p, result)
+    return Shaped({"typed": field(value, "typed", int, "type")})
+
+
+SHAPERS: Final[dict[str, Shaper]] = {
+    "tabs.list": _tabs_list,
+    "tabs.select": _tab_identity,
+    "tabs.open": _tab_identity,
+    "tabs.close": _tabs_close,
+    "tab.snapshot": _snapshot,
+    "tab.click": _click,
+    "tab.type": _type,
+    "tab.navigate": _navigate,
+    "tab.screenshot": _screenshot,
+    "extension.call": _extension_call,
+}
+"""Every dispatched canonical method's shaper (``documentation`` and ``capabilities`` are answered by the
+gateway itself and dispatch nothing)."""
+
+
+def shape(planned: Planned, result: JsonObject) -> Shaped:
+    """Shape ``result`` (a native ``{success: true, …}``) for ``planned``; raises :class:`Refusal`."""
+    return SHAPERS[planned.method](planned, result)
