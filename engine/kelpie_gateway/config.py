@@ -8,6 +8,11 @@ envelope message starts with the JSON Pointer of the first bad field, e.g.
 Choices where the contract is silent (see ``docs/contract-notes.md``): the config error code is
 ``INVALID_REQUEST``; duplicate ``nativeMethods`` are refused; an extension's ``inputSchema`` must be a
 valid JSON Schema 2020-12 object schema (``"type": "object"``, as MCP requires of tool schemas).
+
+``refArguments`` (optional, up to 4 names): top-level string arguments of the extension that hold element
+refs of the gateway (§6). The gateway checks them like ``tab.click``'s ``ref`` before anything is
+dispatched and hands the host the captured nodes behind them in the dispatch params' ``kelpieCaptured``
+field (see ``docs/contract-notes.md``, "Ref-bearing extensions").
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ KEBAB_PATTERN: Final = r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?!\n)$"
 """``(?!\n)$``: end of string in both Python ``re`` and ECMAScript (Python's bare ``$`` also matches
 before a final newline)."""
 MAX_LIST: Final = 256
+MAX_REF_ARGUMENTS: Final = 4
+ARGUMENT_PATTERN: Final = r"^[A-Za-z][A-Za-z0-9_]{0,63}(?!\n)$"
+CAPTURED_FIELD: Final = "kelpieCaptured"
+"""The field the gateway adds to a ref-bearing extension's dispatch params (``refArguments``)."""
+_ARGUMENT_RE: Final = re.compile(ARGUMENT_PATTERN)
 _NAME_RE: Final = re.compile(NAME_PATTERN)
 _KEBAB_RE: Final = re.compile(KEBAB_PATTERN)
 
@@ -73,6 +83,12 @@ def config_json_schema() -> JsonObject:
                         "mutates": {"type": "boolean"},
                         "coordinator": {"enum": ["direct", "dedicated"]},
                         "recovery": {"type": "boolean"},
+                        "refArguments": {
+                            "type": "array",
+                            "maxItems": MAX_REF_ARGUMENTS,
+                            "uniqueItems": True,
+                            "items": {"type": "string", "pattern": ARGUMENT_PATTERN},
+                        },
                     },
                 },
             },
@@ -98,6 +114,7 @@ class Extension:
     coordinator: str
     recovery: bool
     validator: Any
+    ref_arguments: tuple[str, ...] = ()
 
     @property
     def lane(self) -> str:
@@ -243,6 +260,24 @@ def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
             )
         if d.get("recovery") and d.get("coordinator") == "dedicated":
             raise _fail(f"/extensions/{i}/coordinator", "a recovery extension runs on the recovery lane")
+        ref_arguments = tuple(d.get("refArguments", ()))
+        properties = schema.get("properties")
+        for j, arg in enumerate(ref_arguments):
+            if _ARGUMENT_RE.fullmatch(arg) is None:
+                raise _fail(f"/extensions/{i}/refArguments/{j}", f"must match {ARGUMENT_PATTERN}")
+            if arg == CAPTURED_FIELD or arg == "tabId":
+                raise _fail(f"/extensions/{i}/refArguments/{j}", f"{arg!r} cannot hold a ref")
+            declared = properties.get(arg) if isinstance(properties, dict) else None
+            if not isinstance(declared, dict) or declared.get("type") != "string":
+                raise _fail(
+                    f"/extensions/{i}/refArguments/{j}",
+                    f"{arg!r} must be declared in inputSchema.properties with type string",
+                )
+        if ref_arguments and isinstance(properties, dict) and CAPTURED_FIELD in properties:
+            raise _fail(
+                f"/extensions/{i}/inputSchema/properties/{CAPTURED_FIELD}",
+                "is reserved: the gateway adds it to the dispatch params of a ref-bearing extension",
+            )
         extensions.append(
             Extension(
                 name=d["name"],
@@ -253,6 +288,7 @@ def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
                 coordinator=d.get("coordinator", "direct"),
                 recovery=bool(d.get("recovery", False)),
                 validator=cls_validator,
+                ref_arguments=ref_arguments,
             )
         )
     flt = data.get("extensionFilter", {})

@@ -399,12 +399,32 @@ class GatewayCore:
                 self._refs.resolve(ref, target)
             except RefError as exc:
                 raise Refusal(exc.code, exc.message) from None
+        self._captured_handles(txn, tab_id)
         if txn.mutates and tab_id is not None and tab_id in self._reconcile:
             raise Refusal(
                 "RECONCILE_REQUIRED",
                 f"an earlier action on tab {tab_id!r} has an unknown outcome; take a tab.snapshot (or tabs.list) "
                 "of it before acting on it again",
             )
+
+    def _captured_handles(self, txn: Transaction, tab_id: str | None) -> dict[str, str]:
+        """The renderer handles behind a ref-bearing extension's ``refArguments`` (§6 rules, before any
+        dispatch; ``tab_id`` None: each ref's own tab). Raises Refusal with the ref's refusal code."""
+        ext: Extension | None = txn.plan.get("ext")
+        if ext is None or not ext.ref_arguments:
+            return {}
+        arguments = txn.request["params"]["arguments"]
+        handles: dict[str, str] = {}
+        for arg in ext.ref_arguments:
+            ref = arguments.get(arg) if isinstance(arguments, dict) else None
+            if not isinstance(ref, str):
+                continue
+            target = tab_id if tab_id is not None else (self._refs.owner(ref) or "")
+            try:
+                handles[arg] = self._refs.resolve(ref, target)
+            except RefError as exc:
+                raise Refusal(exc.code, exc.message) from None
+        return handles
 
     # ================================================================== steps
     def _issue_authorize(
@@ -499,6 +519,7 @@ class GatewayCore:
             txn.tab_id,
             txn.mutates,
             ext.method if ext is not None else None,
+            self._captured_handles(txn, txn.tab_id) or None,
         )
         txn.plan["planned"] = planned
         return planned

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from . import reader
+from .config import CAPTURED_FIELD
 from .errors import JsonObject, Refusal
 from .refs import RefError
 from .results import Planned
@@ -61,9 +62,14 @@ def _acting(p: Planned, ctx: Context, make: Callable[[str], str]) -> NativeCall:
     return _evaluate(p, script)
 
 
-def _extension_call(p: Planned, _ctx: Context) -> NativeCall:
+def _extension_call(p: Planned, ctx: Context) -> NativeCall:
+    """The arguments unchanged; a ref-bearing extension's also carry ``kelpieCaptured``: the world, the
+    reader key and the handle behind each ref argument, for the host's generated scripts (never a client's)."""
     assert p.endpoint is not None
-    return p.endpoint, p.params["arguments"]
+    if not p.handles:
+        return p.endpoint, p.params["arguments"]
+    captured = {"world": WORLD, "key": ctx.key, "handles": dict(p.handles)}
+    return p.endpoint, {**p.params["arguments"], CAPTURED_FIELD: captured}
 
 
 def _snapshot(p: Planned, ctx: Context) -> NativeCall:

@@ -51,13 +51,15 @@ _HANDLE_RE: Final = re.compile(r"[0-9A-Za-z_-]{1,64}")
 class Planned:
     """What the transaction planned: the canonical ``method`` name, its validated ``params`` (defaults
     applied), the target ``tab_id`` (None for tab-less methods), whether it ``mutates``, and for
-    ``extension.call`` the descriptor's native ``endpoint``."""
+    ``extension.call`` the descriptor's native ``endpoint`` and, for a ref-bearing extension
+    (``refArguments``), the renderer ``handles`` behind its refs (argument name → handle)."""
 
     method: str
     params: JsonObject
     tab_id: str | None
     mutates: bool
     endpoint: str | None = None
+    handles: dict[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
