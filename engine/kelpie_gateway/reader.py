@@ -36,6 +36,10 @@ __all__ = [
     "bundle",
     "click_script",
     "collect_browser_selector_snapshot_expression",
+    "fill_script",
+    "find_text_script",
+    "focus_script",
+    "scroll_script",
     "snapshot_script",
     "sources_digest",
     "type_script",
@@ -57,6 +61,10 @@ BUNDLES: Final[Mapping[str, str]] = {
     "type": "type.js",
     "selector-snapshot": "selector_snapshot.js",
     "names": "names.js",
+    "focus": "focus.js",
+    "fill": "fill.js",
+    "scroll": "scroll.js",
+    "find-text": "find_text.js",
 }
 DIGEST_MARK: Final = "// kelpie-reader-sources-sha256: "
 
@@ -213,6 +221,69 @@ def type_script(key: str, handle: str, text: str) -> str:
     if not isinstance(text, str) or not 1 <= len(text) <= MAX_TEXT_CODE_POINTS:
         raise ValueError(f"text must be a string of 1..{MAX_TEXT_CODE_POINTS} code points")
     return _script("type", {"key": key, "handle": handle, "text": text})
+
+
+def focus_script(key: str, handle: str) -> str:
+    """Script that focuses the node captured as `handle` (the host extension ``press_key`` with a ref).
+
+    Value: ``{focused:true}``; ``NODE_REPLACED`` (``mayHaveCompleted:false``) for a gone node;
+    ``NOT_TYPABLE`` with ``mayHaveCompleted:false`` when the node cannot take focus (disabled, inert, not
+    focusable), with ``mayHaveCompleted:true`` when focus handlers moved focus away or removed the node.
+    Raises ValueError for a malformed key or handle.
+    """
+    _check_key(key)
+    _check_handle(handle)
+    return _script("focus", {"key": key, "handle": handle})
+
+
+def fill_script(key: str, handle: str, text: str) -> str:
+    """Script that replaces the content of the captured field with `text` (0..200000 code points; the
+    host extension ``fill``; eligibility and effects as :func:`type_script`, plus number and date/time-like
+    inputs whose text must be in the input's own format).
+
+    Value: ``{filled: <code points now in the field>}``; ``NOT_TYPABLE``/``NODE_REPLACED`` as
+    :func:`type_script`; ``INVALID_PARAMS`` (``mayHaveCompleted:false``) for text not in a number/date
+    input's format; ``EFFECT_NOT_OBSERVED`` (``mayHaveCompleted:true``) when the field does not hold the
+    text afterwards (CONTRACT.md §9, v1.1). Never returns the value. Raises ValueError for a malformed key,
+    handle or text.
+    """
+    _check_key(key)
+    _check_handle(handle)
+    if not isinstance(text, str) or len(text) > MAX_TEXT_CODE_POINTS:
+        raise ValueError(f"text must be a string of 0..{MAX_TEXT_CODE_POINTS} code points")
+    return _script("fill", {"key": key, "handle": handle, "text": text})
+
+
+def scroll_script(key: str | None, handle: str | None, *, direction: str = "down", pages: int = 1) -> str:
+    """Script for the host extension ``scroll``: the captured node into view (`handle`, with the
+    per-gateway `key`), else the page `pages` (1..10) viewport pages `direction` (``"up"``/``"down"``;
+    `key` may then be None).
+
+    Value: element ``{scrolled:true, inView: bool}``; page ``{scrolled, atTop, atBottom}`` (booleans);
+    ``NODE_REPLACED`` (``mayHaveCompleted:false``) for a gone node. Raises ValueError for a malformed
+    key, handle, direction or pages.
+    """
+    params: dict[str, Any] = {}
+    if handle is not None:
+        _check_key(key or "")
+        _check_handle(handle)
+        params["key"] = key
+        params["handle"] = handle
+    if direction not in ("up", "down"):
+        raise ValueError('direction must be "up" or "down"')
+    params["direction"] = direction
+    params["pages"] = _check_bound("pages", pages, 10)
+    return _script("scroll", params)
+
+
+def find_text_script(text: str) -> str:
+    """Script whose value is ``{found: bool}``: whether `text` (1..1000 code points) appears in the page's
+    visible text as ``tab.snapshot`` reads it (white-space runs compare as one space; case-sensitive).
+    Value-free: field values and editable content are never searched. Raises ValueError for bad text.
+    """
+    if not isinstance(text, str) or not 1 <= len(text) <= 1000:
+        raise ValueError("text must be a string of 1..1000 code points")
+    return _script("find-text", {"text": text})
 
 
 def collect_browser_selector_snapshot_expression(options: Mapping[str, Any] | None = None) -> str:

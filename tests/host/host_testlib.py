@@ -7,9 +7,12 @@ Chromium runs at a time.
 
 from __future__ import annotations
 
+import http.server
 import json
 import sys
+import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -74,3 +77,41 @@ def start_host(args: list[str], mode: str) -> HostProcess:
     process = HostProcess(extra)
     process.start()
     return process
+
+
+class RecordingSite:
+    """A tiny "foreign" web site on another loopback address (``127.0.0.2`` …): it records every path
+    requested, answers ``/redirect?to=URL`` with a 302 to URL and everything else with a small page."""
+
+    def __init__(self, address: str) -> None:
+        self.hits: list[str] = []
+        site = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                site.hits.append(self.path)
+                parts = urllib.parse.urlsplit(self.path)
+                if parts.path == "/redirect":
+                    target = urllib.parse.parse_qs(parts.query).get("to", ["/"])[0]
+                    self.send_response(302)
+                    self.send_header("Location", target)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = b"<!doctype html><title>Foreign</title><h1>A foreign site</h1>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer((address, 0), Handler)
+        self.url = f"http://{address}:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

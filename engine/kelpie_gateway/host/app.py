@@ -12,7 +12,7 @@ import contextlib
 import os
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ from aiohttp import web
 from kelpie_gateway.host.auth import Pairing, TokenStore
 from kelpie_gateway.host.browser import ChromiumRenderer, NoRenderer, Renderer, find_chromium, gateway_config
 from kelpie_gateway.host.driver import Driver, GatewayLike
+from kelpie_gateway.host.extensions import RichExtensions, host_config
+from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, RedirectGuard, SitePolicy
 from kelpie_gateway.host.server import (
     HostServer,
     QuietAppRunner,
@@ -50,6 +52,11 @@ class ServeOptions:
     abi_library: str | None = None
     approve_pairing: str = "manual"
     pairing_timeout_s: float = 120.0
+    allowed_origins: str | None = None
+    blocked_origins: str | None = None
+    read_only: bool = False
+    extensions_include: list[str] | None = None
+    extensions_exclude: list[str] = field(default_factory=list)
 
 
 def log(message: str) -> None:
@@ -78,6 +85,11 @@ async def serve(opts: ServeOptions) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        policy = SitePolicy.from_flags(opts.allowed_origins, opts.blocked_origins)
+    except PolicyError as exc:
+        print(f"error: --allowed-origins/--blocked-origins: {exc}", file=sys.stderr)
+        return 2
     site_root = opts.site or default_site()
     if not (site_root / "index.html").is_file():
         print(f"error: --site {site_root} has no index.html", file=sys.stderr)
@@ -99,20 +111,30 @@ async def serve(opts: ServeOptions) -> int:
         await site.start()
         site_port = _port(site_runner)
         site_url = f"http://127.0.0.1:{site_port}/index.html"
+        policy.allow_origin_of(site_url)
+        guard = RedirectGuard(policy, log) if policy.restrictive else None
 
         browser = opts.browser != "none"
         if browser:
             chromium = ChromiumRenderer(
-                executable=find_chromium(opts.browser_executable), on_invalidate=invalidate, log=log
+                executable=find_chromium(opts.browser_executable),
+                on_invalidate=invalidate,
+                log=log,
+                guard=guard,
             )
+            RichExtensions(chromium).install()
             await chromium.start(site_url)
-            renderer = chromium
-        gateway = make_gateway(
-            gateway_config(browser=browser), via_abi=opts.via_abi, library=opts.abi_library
+            renderer = chromium if guard is None else PolicyRenderer(chromium, guard)
+        config = host_config(
+            gateway_config(browser=browser),
+            read_only=opts.read_only,
+            include=opts.extensions_include,
+            exclude=opts.extensions_exclude,
         )
+        gateway = make_gateway(config, via_abi=opts.via_abi, library=opts.abi_library)
         gateway_box.append(gateway)
 
-        driver = Driver(gateway, renderer, log)
+        driver = Driver(gateway, renderer, log, authorize=policy.authorize)
         tokens = TokenStore()
         pairing = Pairing(auto_approve=opts.approve_pairing == "auto", timeout_s=opts.pairing_timeout_s)
         host = HostServer(driver, tokens, pairing, log=log)
@@ -149,6 +171,7 @@ async def serve(opts: ServeOptions) -> int:
     core = f"C library {getattr(gateway, 'path', '')}" if opts.via_abi else "Python API"
     log(f"gateway via {core}; realm isolated; pairing {opts.approve_pairing}")
     log(f"admin socket {sock_path} (kelpie-gateway pair approve CODE)")
+    log(f"site policy {policy.describe()}")
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

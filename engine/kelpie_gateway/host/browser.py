@@ -16,7 +16,11 @@ never raises: it returns the native result ``{"success": true, ...}`` or
   the ``dialog-observe`` / ``dialog-accept`` / ``dialog-dismiss`` endpoints (the host's recovery
   extensions) answer it while a command that opened it is still outstanding. A dialog nobody handles is
   dismissed by the host after ``dialog_timeout_s`` so a forgotten dialog cannot wedge the renderer.
-* Every request the browser makes to anything but loopback (127.0.0.1, localhost, ::1) is aborted.
+* The site policy (``host/policy.py``) decides which origins the browser may request: with a restrictive
+  policy, ``context.route`` aborts (and logs) every request to a refused origin and each tab gets the
+  policy's CDP redirect guard; with the default policy nothing is routed.
+* ``register(method, handler)`` adds native endpoints (the rich extensions, ``host/extensions.py``);
+  ``page_of(tabId)`` / ``newest_page()`` give them the tab's Playwright page.
 """
 
 from __future__ import annotations
@@ -28,8 +32,7 @@ import shutil
 import struct
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, Protocol
 
 from playwright.async_api import (
     Browser,
@@ -46,6 +49,9 @@ from playwright.async_api import Error as PlaywrightError
 
 from kelpie_gateway import NATIVE_ENDPOINTS
 
+if TYPE_CHECKING:
+    from .policy import RedirectGuard
+
 JsonObject = dict[str, Any]
 
 WORLD_NAME = "KelpieBrowserControl"
@@ -57,7 +63,6 @@ CHROMIUM_FLAGS = (
     "--disable-sync",
     "--no-first-run",
 )
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 800}
 
@@ -100,6 +105,7 @@ class Tab:
     title: str = ""
     dialog: Dialog | None = None
     dialog_timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+    ready: asyncio.Future[Any] | None = field(default=None, repr=False)
 
 
 def find_chromium(explicit: str | None) -> str | None:
@@ -121,11 +127,13 @@ class ChromiumRenderer:
         on_invalidate: Callable[[str], None],
         log: Callable[[str], None],
         dialog_timeout_s: float = 60.0,
+        guard: RedirectGuard | None = None,
     ) -> None:
         self.executable = executable
         self.on_invalidate = on_invalidate
         self.log = log
         self.dialog_timeout_s = dialog_timeout_s
+        self.guard = guard
         self.description = "chromium"
         self._pw: Playwright | None = None
         self._browser: Browser | None = None
@@ -153,6 +161,24 @@ class ChromiumRenderer:
         """The native endpoints this renderer implements (the gateway's ``nativeMethods``)."""
         return list(self._handlers)
 
+    def register(self, method: str, handler: Callable[[Mapping[str, Any]], Awaitable[JsonObject]]) -> None:
+        """Add native endpoint ``method`` (a host extension's handler; it may raise: :meth:`call` turns
+        exceptions into ``RENDERER_FAILED`` results)."""
+        self._handlers[method] = handler
+
+    def page_of(self, tab_id: str) -> Page | None:
+        """The Playwright page of tab ``tab_id``, or None."""
+        tab = self._tabs.get(tab_id)
+        return tab.page if tab is not None else None
+
+    def newest_page(self) -> Page | None:
+        """The page of the most recently opened tab, or None."""
+        return next(reversed(self._tabs.values())).page if self._tabs else None
+
+    @property
+    def context(self) -> BrowserContext | None:
+        return self._context
+
     # ----------------------------------------------------------------- lifecycle
     async def start(self, first_url: str | None) -> None:
         """Launch the browser, route-block non-loopback traffic and open ``first_url`` in the first tab."""
@@ -163,11 +189,13 @@ class ChromiumRenderer:
         self._browser = await self._pw.chromium.launch(**launch)
         self.description = f"chromium {self._browser.version} ({self.executable or 'playwright-managed'})"
         self._context = await self._browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
-        await self._context.route("**/*", self._route)
+        if self.guard is not None:
+            await self._context.route("**/*", self._route)
         self._context.on("page", self._on_page)
         page = await self._context.new_page()
         tab = self._adopt(page)
         self._selected = tab.tab_id
+        await self._ready(tab)
         if first_url:
             await page.goto(first_url, wait_until="load")
 
@@ -180,11 +208,30 @@ class ChromiumRenderer:
                 await self._pw.stop()
 
     async def _route(self, route: Route) -> None:
-        url = urlsplit(route.request.url)
-        if url.scheme in ("data", "blob", "about") or (url.hostname or "") in LOOPBACK_HOSTS:
+        """The site policy on every request's first hop (redirect hops: the tab's guard)."""
+        assert self.guard is not None
+        request = route.request
+        reason = self.guard.policy.refusal(request.url)
+        if reason is None:
             await route.continue_()
-        else:
-            await route.abort("blockedbyclient")
+            return
+        await route.abort("blockedbyclient")
+        page: Page | None = None
+        kind = request.resource_type
+        with contextlib.suppress(Exception):  # service-worker requests have no frame
+            page = request.frame.page
+            if request.is_navigation_request():
+                main = request.frame == page.main_frame
+                kind = "document (main frame)" if main else "document (subframe)"
+        tab = self._by_page.get(id(page)) if page is not None else None
+        if page is not None:
+            self.guard.note_blocked(page, tab.tab_id if tab else "?", kind, request.url, reason)
+
+    async def _ready(self, tab: Tab) -> None:
+        """Wait (bounded) until the tab's policy guard is attached, before the tab navigates."""
+        if tab.ready is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(tab.ready), 5.0)
 
     # ----------------------------------------------------------------- browser events
     def _on_page(self, page: Page) -> None:
@@ -204,6 +251,9 @@ class ChromiumRenderer:
         page.on("dialog", lambda dialog: self._on_dialog(tab, dialog))
         if self._selected is None:
             self._selected = tab.tab_id
+        if self.guard is not None and self._context is not None:
+            tab.ready = asyncio.ensure_future(self.guard.attach(self._context, page, tab.tab_id))
+            tab.ready.add_done_callback(lambda done: done.cancelled() or done.exception())
         return tab
 
     def _on_navigated(self, tab: Tab, frame: Frame) -> None:
@@ -312,6 +362,7 @@ class ChromiumRenderer:
         page = await self._context.new_page()
         tab = self._adopt(page)
         self._selected = tab.tab_id
+        await self._ready(tab)
         url = params.get("url")
         if isinstance(url, str) and url and url != "about:blank":
             await page.goto(url, wait_until="load", timeout=_timeout(params))

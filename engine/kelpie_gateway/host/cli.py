@@ -258,11 +258,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         abi_library=args.abi_library,
         approve_pairing=args.approve_pairing,
         pairing_timeout_s=args.pairing_timeout,
+        allowed_origins=args.allowed_origins,
+        blocked_origins=args.blocked_origins,
+        read_only=args.read_only,
+        extensions_include=_globs(args.extensions_include),
+        extensions_exclude=_globs(args.extensions_exclude) or [],
     )
     try:
         return asyncio.run(serve(opts))
     except KeyboardInterrupt:
         return 130
+
+
+def _globs(raw: str | None) -> list[str] | None:
+    """A comma-separated list of extension-name globs (None when the flag was not given)."""
+    if raw is None:
+        return None
+    return [part.strip() for part in raw.split(",") if part.strip()]
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -304,6 +316,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--pairing-timeout", type=float, default=120.0, help="seconds a pairing request waits (default 120)"
+    )
+    serve.add_argument(
+        "--allowed-origins",
+        help="site policy: comma-separated origins or globs the browser may load (e.g. "
+        "'https://example.com,http://localhost:*,*.example.org'); default: every http(s) origin",
+    )
+    serve.add_argument(
+        "--blocked-origins",
+        help="site policy: comma-separated origins or globs the browser must not load (wins over --allowed-origins)",
+    )
+    serve.add_argument(
+        "--read-only",
+        action="store_true",
+        help="allowActions:false: only reads (snapshot, screenshot, tabs.list, wait_for_text, dialog_observe)",
+    )
+    serve.add_argument(
+        "--extensions-include", help="comma-separated globs of extension names to offer (default: all)"
+    )
+    serve.add_argument(
+        "--extensions-exclude", help="comma-separated globs of extension names to hide (wins over include)"
     )
     serve.set_defaults(func=cmd_serve)
 

@@ -14,8 +14,9 @@ while a direct-lane dispatch (the click that opened the dialog) is still awaitin
 gateway is only ever called from the event loop thread.
 
 Authorization policy (the host's "existing policy", CONTRACT.md §5): every bearer on this host was paired
-by the operator from loopback, so a paired client is admitted for every advertised method. The
-authorize step is still taken (and logged) so a stricter host can refuse there with ``NOT_AUTHORIZED``.
+by the operator from loopback, so a paired client is admitted for every advertised method; the site policy
+(``host/policy.py``, passed as ``authorize``) refuses navigations to refused origins there with
+``NOT_AUTHORIZED`` before anything is dispatched.
 """
 
 from __future__ import annotations
@@ -64,10 +65,17 @@ def _internal_envelope(message: str) -> JsonObject:
 class Driver:
     """Drives transactions of one gateway against one renderer; see the module docstring."""
 
-    def __init__(self, gateway: GatewayLike, renderer: Renderer, log: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        gateway: GatewayLike,
+        renderer: Renderer,
+        log: Callable[[str], None],
+        authorize: Callable[[Mapping[str, Any]], JsonObject] | None = None,
+    ) -> None:
         self.gateway = gateway
         self.renderer = renderer
         self.log = log
+        self._policy = authorize
         self._late: set[asyncio.Task[JsonObject]] = set()
 
     # ------------------------------------------------------------------ entry points
@@ -116,8 +124,9 @@ class Driver:
                 return _host_failure(f"the gateway answered an unexpected step {kind!r}", mcp)
 
     def authorize(self, step: Mapping[str, Any]) -> JsonObject:
-        """The host policy: every paired (loopback, operator-approved) client is admitted."""
-        return {"success": True}
+        """The host policy: every paired (loopback, operator-approved) client is admitted, subject to the
+        site policy (``authorize`` at construction)."""
+        return self._policy(step) if self._policy is not None else {"success": True}
 
     async def _dispatch(self, step: Mapping[str, Any]) -> JsonObject:
         transaction, seq = step["transaction"], step["seq"]
