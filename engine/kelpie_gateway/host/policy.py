@@ -230,8 +230,11 @@ class RedirectGuard:
         """Start intercepting ``page``'s requests (called once when the tab is adopted)."""
         session = await context.new_cdp_session(page)
         self._sessions[id(page)] = session
+        tree = await session.send("Page.getFrameTree")
+        main_frame = str(tree["frameTree"]["frame"]["id"])  # the main frame's id is the target's: stable
         session.on(
-            "Fetch.requestPaused", lambda event: self._spawn(self._paused(session, page, tab_id, event))
+            "Fetch.requestPaused",
+            lambda event: self._spawn(self._paused(session, page, tab_id, main_frame, event)),
         )
         await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
 
@@ -240,7 +243,9 @@ class RedirectGuard:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _paused(self, session: CDPSession, page: Page, tab_id: str, event: Mapping[str, Any]) -> None:
+    async def _paused(
+        self, session: CDPSession, page: Page, tab_id: str, main_frame: str, event: Mapping[str, Any]
+    ) -> None:
         request_id = event.get("requestId")
         url = str((event.get("request") or {}).get("url", ""))
         reason = self.policy.refusal(url)
@@ -252,6 +257,8 @@ class RedirectGuard:
                 "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
             )
         kind = str(event.get("resourceType") or "request").lower()
+        if kind == "document":
+            kind += " (main frame)" if event.get("frameId") == main_frame else " (subframe)"
         hop = " redirect" if event.get("redirectedRequestId") else ""
         self.note_blocked(page, tab_id, kind + hop, url, reason or "")
 
