@@ -14,10 +14,26 @@ the engine's own and may change.
 from .api import Gateway
 from .errors import GatewayConfigError, GatewayPendingError
 from .jsonio import dumps
+from .reader import WORLD_NAME, fill_script, find_text_script, focus_script, scroll_script
 from .schema import NATIVE_ENDPOINTS
 
 __version__ = "0.1.0"
-__all__ = ["NATIVE_ENDPOINTS", "Gateway", "GatewayConfigError", "GatewayPendingError", "__version__", "dumps"]
+__all__ = [
+    "NATIVE_ENDPOINTS",
+    "WORLD_NAME",
+    "Gateway",
+    "GatewayConfigError",
+    "GatewayPendingError",
+    "__version__",
+    "dumps",
+    "fill_script",
+    "find_text_script",
+    "focus_script",
+    "scroll_script",
+]
 """``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
 gets every core method advertised). ``dumps(value) -> bytes``: compact UTF-8 JSON, lone surrogates
-repaired (the engine's own serialiser, e.g. for a host that passes results to the C ABI as text)."""
+repaired (the engine's own serialiser, e.g. for a host that passes results to the C ABI as text).
+``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script`` and ``WORLD_NAME``: generated
+reader scripts for a host's own extensions — the first three act on the captured node the gateway hands a
+ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the ``WORLD_NAME`` world."""

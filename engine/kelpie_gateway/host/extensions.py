@@ -30,13 +30,15 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from kelpie_gateway import reader
+from kelpie_gateway import WORLD_NAME, fill_script, find_text_script, focus_script, scroll_script
 
 from .browser import ChromiumRenderer, fail
 
 JsonObject = dict[str, Any]
 
-WORLD = reader.WORLD_NAME
+WORLD = WORLD_NAME
+MAX_FILL_CODE_POINTS = 200_000
+"""``fill``'s text bound: the same as ``tab.type``'s (CONTRACT.md §3)."""
 STEP_TIMEOUT_MS = 9_000
 """What a rich extension may spend inside the gateway's 10 s extension deadline."""
 WAIT_DEFAULT_MS = 5_000
@@ -90,7 +92,7 @@ RICH_EXTENSIONS: list[JsonObject] = [
             {
                 "tabId": _TAB,
                 "ref": _REF,
-                "text": {"type": "string", "maxLength": reader.MAX_TEXT_CODE_POINTS},
+                "text": {"type": "string", "maxLength": MAX_FILL_CODE_POINTS},
             },
             ["tabId", "ref", "text"],
         ),
@@ -249,7 +251,7 @@ class RichExtensions:
                 "RENDERER_FAILED", "the gateway passed no captured node for ref", mayHaveCompleted=False
             )
         if captured is not None:
-            focused = await self._run_script(tab_id, reader.focus_script(*captured))
+            focused = await self._run_script(tab_id, focus_script(*captured))
             if focused.get("success") is not True:
                 return focused
         page = self.renderer.page_of(tab_id)
@@ -267,7 +269,7 @@ class RichExtensions:
             return fail(
                 "RENDERER_FAILED", "the gateway passed no captured node for ref", mayHaveCompleted=False
             )
-        result = await self._run_script(tab_id, reader.fill_script(*captured, str(params.get("text", ""))))
+        result = await self._run_script(tab_id, fill_script(*captured, str(params.get("text", ""))))
         if result.get("success") is not True:
             return result
         value = result.get("value")
@@ -284,9 +286,9 @@ class RichExtensions:
         pages = params.get("pages", 1)
         direction = str(params.get("direction", "down"))
         if captured is not None:
-            script = reader.scroll_script(captured[0], captured[1])
+            script = scroll_script(captured[0], captured[1])
         else:
-            script = reader.scroll_script(
+            script = scroll_script(
                 None, None, direction=direction, pages=pages if isinstance(pages, int) else 1
             )
         result = await self._run_script(tab_id, script)
@@ -339,7 +341,7 @@ class RichExtensions:
         timeout_ms = params.get("timeoutMs", WAIT_DEFAULT_MS)
         if not isinstance(timeout_ms, int) or not 1 <= timeout_ms <= STEP_TIMEOUT_MS:
             timeout_ms = WAIT_DEFAULT_MS
-        script = reader.find_text_script(str(params.get("text", "")))
+        script = find_text_script(str(params.get("text", "")))
         started = time.monotonic()
         deadline = started + timeout_ms / 1000
         while True:
