@@ -153,6 +153,14 @@ def test_bad_patterns_are_refused(bad: str) -> None:
         parse_pattern(bad)
 
 
+def test_an_explicitly_empty_allow_list_allows_only_the_site() -> None:
+    policy = SitePolicy.from_flags("", None)
+    policy.allow_origin_of("http://127.0.0.1:5000/index.html")
+    assert policy.refusal("http://127.0.0.1:5000/second.html") is None
+    assert policy.refusal("http://127.0.0.1:5001/") is not None
+    assert SitePolicy.from_flags(None, None).refusal("https://anything.test/") is None
+
+
 def test_blocked_wins_and_schemes_without_origin_pass() -> None:
     policy = SitePolicy.from_flags("*.test", "bad.test")
     assert policy.refusal("https://good.test/") is None

@@ -1,7 +1,8 @@
 """The reference host's site policy (ARCHITECTURE.md, "Host rules added in revision 1.1": Site policy).
 
 ``serve --allowed-origins LIST --blocked-origins LIST``: comma- (or semicolon-) separated origin patterns.
-Default: every http(s) origin is allowed. A blocked pattern wins over an allowed one. Patterns:
+Default: every http(s) origin is allowed; an explicitly empty ``--allowed-origins ""`` allows none (but the
+``--site`` origin). A blocked pattern wins over an allowed one. Patterns:
 
 * ``https://example.com`` — exactly that origin (the scheme's default port);
 * ``http://localhost:8080``, ``http://localhost:*`` — a port, or any port;
@@ -159,9 +160,7 @@ class SitePolicy:
     def from_flags(cls, allowed: str | None, blocked: str | None) -> SitePolicy:
         """From the ``serve`` flags; raises :class:`PolicyError` for a bad pattern."""
         allow = parse_list(allowed)
-        return cls(
-            allowed=allow if allowed is not None and allowed.strip() else None, blocked=parse_list(blocked)
-        )
+        return cls(allowed=allow if allowed is not None else None, blocked=parse_list(blocked))
 
     @property
     def restrictive(self) -> bool:
@@ -230,6 +229,7 @@ class RedirectGuard:
         """Start intercepting ``page``'s requests (called once when the tab is adopted)."""
         session = await context.new_cdp_session(page)
         self._sessions[id(page)] = session
+        page.on("close", lambda _page: self._forget(page))
         tree = await session.send("Page.getFrameTree")
         main_frame = str(tree["frameTree"]["frame"]["id"])  # the main frame's id is the target's: stable
         session.on(
@@ -237,6 +237,10 @@ class RedirectGuard:
             lambda event: self._spawn(self._paused(session, page, tab_id, main_frame, event)),
         )
         await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
+
+    def _forget(self, page: Page) -> None:
+        self._sessions.pop(id(page), None)
+        self.blocked.pop(id(page), None)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
