@@ -96,7 +96,7 @@ def test_a_search_form_completed_with_fill_and_enter(browser_host: Host, with_re
         assert ext_ok(host, "press_key", tabId=tab, key="Enter", ref=box) == {"pressed": "Enter"}
     else:  # fill leaves the focus in the field, as typing would
         assert ext_ok(host, "press_key", tabId=tab, key="Enter") == {"pressed": "Enter"}
-    found = ext_ok(host, "wait_for_text", tabId=tab, text="Results for [kelpie docs]")
+    found = ext_ok(host, "wait_for_text", tabId=tab, text="Results for [kelpie docs]", timeoutMs=9000)
     assert found["found"] is True, found
     tabs = ok(host, "tabs.list", {})["tabs"]
     url = next(t["url"] for t in tabs if t["tabId"] == tab)
@@ -184,13 +184,13 @@ def test_scroll_brings_lazy_loaded_items_in(browser_host: Host) -> None:
     assert ext_ok(host, "wait_for_text", tabId=tab, text="Item 11", timeoutMs=300)["found"] is False
     page = ext_ok(host, "scroll", tabId=tab, pages=2)
     assert page == {"scrolled": True, "atTop": False, "atBottom": True}, page  # the end of what had loaded
-    assert ext_ok(host, "wait_for_text", tabId=tab, text="Item 11")["found"] is True
+    assert ext_ok(host, "wait_for_text", tabId=tab, text="Item 11", timeoutMs=9000)["found"] is True
     assert "Item 21" not in page_text(host, tab)
     # An element into view: the last loaded item, whose sentinel comes along and loads the next ten.
     snap = snapshot(host, tab)
     last = ref_of(snap, "Item 20", "a")
     assert ext_ok(host, "scroll", tabId=tab, ref=last) == {"scrolled": True, "inView": True}
-    assert ext_ok(host, "wait_for_text", tabId=tab, text="Item 21")["found"] is True
+    assert ext_ok(host, "wait_for_text", tabId=tab, text="Item 21", timeoutMs=9000)["found"] is True
     refused(ext(host, "scroll", tabId=tab, ref=last), "REFS_INVALIDATED", False)  # scrolling mutates
     refused(ext(host, "scroll", tabId=tab, ref=last, pages=2), "INVALID_PARAMS", False)
     back = ext_ok(host, "scroll", tabId=tab, direction="up", pages=10)
@@ -318,9 +318,12 @@ def test_every_extension_through_mcp_by_name_and_through_kelpie_extension(browse
                 for _ in range(10):  # the navigation may replace the document mid-read: retryable
                     env = await tool(
                         "wait_for_text" if via == "name" else "kelpie_extension",
-                        {"tabId": tab, "text": wanted}
+                        {"tabId": tab, "text": wanted, "timeoutMs": 9000}
                         if via == "name"
-                        else {"name": "wait_for_text", "arguments": {"tabId": tab, "text": wanted}},
+                        else {
+                            "name": "wait_for_text",
+                            "arguments": {"tabId": tab, "text": wanted, "timeoutMs": 9000},
+                        },
                     )
                     if env["success"] or not env["error"]["retryable"]:
                         break
