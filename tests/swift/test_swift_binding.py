@@ -1,6 +1,7 @@
 """The Swift binding over the C ABI (issue 15): `swift test` of bindings/swift inside the Debian 13 Swift
 environment (Debian's swiftlang 6.0.3), every XCTest case and every shared vector as a pytest case.
 
+- JSONTests: the strict JSON parser and writer of the typed layer.
 - RawLayerTests: BrowserGateway (init error envelope, typed steps and their round trip, BUSY, stale and
   forged results, cancel during authorize and dispatch, late result retires, close while pending, closed
   handle, Unicode, embedded NUL, invalid UTF-8, MCP, invalidateRefs from another thread).
@@ -31,6 +32,10 @@ from tools import vectors
 pytestmark = pytest.mark.timeout(1800)  # the first case includes `swift test` (an incremental build)
 
 SWIFT_TESTS = [
+    "JSONTests.testParsesEveryKindAndKeepsIntegersExact",
+    "JSONTests.testEscapesAndSurrogatePairs",
+    "JSONTests.testRefusesWhatRFC8259Refuses",
+    "JSONTests.testWriterRoundTripsAndAgreesWithFoundation",
     "RawLayerTests.testVersionIsTheLibrarys",
     "RawLayerTests.testInitRefusesBadConfigWithTheEnvelope",
     "RawLayerTests.testSimpleTransactionThroughTypedSteps",

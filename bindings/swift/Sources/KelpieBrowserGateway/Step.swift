@@ -18,14 +18,23 @@ public enum Step: Sendable, Hashable, Codable {
     /// a rejected step with code INTERNAL whose message quotes the start of the text.
     public init(parsing text: String) {
         do {
-            self = try JSONDecoder().decode(Step.self, from: Data(text.utf8))
+            guard let json = try JSONValue.parse(text).objectValue else { throw StepError.missing("step") }
+            self = try Step(json: json)
         } catch {
             self = .rejected(Rejected(internal: "the library returned text that is not a step (\(error))", raw: text))
         }
     }
 
     public init(from decoder: Decoder) throws {
-        let json = try [String: JSONValue](from: decoder)
+        do {
+            self = try Step(json: try [String: JSONValue](from: decoder))
+        } catch let e as StepError {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "\(e)"))
+        }
+    }
+
+    /// A step from its parsed object; throws when a required field is missing or mistyped.
+    public init(json: [String: JSONValue]) throws {
         let kind = json["step"]?.stringValue
         switch kind {
         case "authorize": self = .authorize(try Authorize(json: json))
@@ -34,9 +43,7 @@ public enum Step: Sendable, Hashable, Codable {
         case "idle": self = .idle(Idle(json: json))
         case "rejected": self = .rejected(try Rejected(json: json))
         case "retired": self = .retired(Retired(json: json))
-        default:
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: "unknown step kind \(kind ?? "(none)")"))
+        default: throw StepError.unknownKind(kind ?? "(none)")
         }
     }
 
@@ -170,7 +177,7 @@ public enum Step: Sendable, Hashable, Codable {
         /// The canonical envelope, when the response is one (not for JSON-RPC responses).
         public var envelope: Envelope? {
             guard response["version"] != nil, response["success"] != nil else { return nil }
-            return try? JSONDecoder().decode(Envelope.self, from: Data(response.jsonText.utf8))
+            return Envelope(json: response)
         }
         /// Envelope `success`; for JSON-RPC: true when the response has a `result`.
         public var success: Bool? {
@@ -247,11 +254,14 @@ public enum Step: Sendable, Hashable, Codable {
     }
 }
 
-enum StepError: Error, CustomStringConvertible {
+/// Why an object is not a step.
+public enum StepError: Error, CustomStringConvertible, Sendable {
     case missing(String)
-    var description: String {
+    case unknownKind(String)
+    public var description: String {
         switch self {
         case .missing(let f): return "missing or mistyped field \(f)"
+        case .unknownKind(let k): return "unknown step kind \(k)"
         }
     }
 }
@@ -282,6 +292,23 @@ public struct Envelope: Sendable, Hashable, Codable {
     public let mayHaveCompleted: Bool?
 
     enum CodingKeys: String, CodingKey { case version, id, success, result, error, mayHaveCompleted }
+
+    /// The envelope in a parsed response, or nil when it is not one (e.g. a JSON-RPC response).
+    public init?(json: JSONValue) {
+        guard let v = json["version"]?.intValue, let ok = json["success"]?.boolValue else { return nil }
+        version = v
+        id = json["id"] ?? .null
+        success = ok
+        result = json["result"]
+        if let e = json["error"] {
+            guard let code = e["code"]?.stringValue else { return nil }
+            error = ErrorBody(
+                code: code, message: e["message"]?.stringValue ?? "", retryable: e["retryable"]?.boolValue ?? false)
+        } else {
+            error = nil
+        }
+        mayHaveCompleted = json["mayHaveCompleted"]?.boolValue
+    }
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
