@@ -35,6 +35,7 @@ Thread safety: every public method but :meth:`GatewayCore.invalidate_refs` takes
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import threading
 import time
@@ -94,6 +95,17 @@ class _Canonical:
 _CANONICAL: Final = _Canonical()
 
 
+def params_digest(params: Any) -> str | None:
+    """Hex SHA-256 of ``params`` in canonical form: compact UTF-8 JSON, object keys sorted, no whitespace
+    (``orjson`` ``OPT_SORT_KEYS``). None when ``params`` is not a JSON object (nothing canonical to hash)."""
+    if not isinstance(params, dict):
+        return None
+    try:
+        return hashlib.sha256(orjson.dumps(params, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+
+
 class GatewayCore:
     """The coordinator of a browser-control gateway (CONTRACT.md §5, §6, §11): lanes, BUSY, admission and
     the step protocol. :class:`kelpie_gateway.Gateway` is this class plus the MCP frontend.
@@ -117,7 +129,7 @@ class GatewayCore:
         self._reconcile: set[str] = set()
         self._closed = False
         self._working: Transaction | None = None
-        self._audit_hint: tuple[str | None, str | None] = (None, None)
+        self._audit_hint: tuple[str | None, str | None, Any] = (None, None, None)
         self._natives = natives.Context(self._key, self._refs.resolve)
 
     # ================================================================== public API
@@ -138,7 +150,7 @@ class GatewayCore:
                 envelope, render = frontend.internal_error(message, exc)
                 return self.complete_now(envelope, render)
             finally:
-                self._audit_hint = (None, None)
+                self._audit_hint = (None, None, None)
 
     def next(self, transaction: str | None = None) -> JsonObject:
         """Re-read the pending step of ``transaction`` (None = the direct lane) without changing anything.
@@ -291,11 +303,13 @@ class GatewayCore:
         self._audit_hint = (
             named if isinstance(named, str) and named in METHODS else None,
             tab_named if isinstance(tab_named, str) else None,
+            params_in,
         )
         if self._closed:
             return self.complete_now(failure(None, "INVALID_REQUEST", "this gateway is closed"), render)
         try:
             rid, method, name, params = validate_request(request)
+            self._audit_hint = (*self._audit_hint[:2], params)  # normalized: defaults filled in
         except ParamError as exc:
             return self.complete_now(failure(getattr(exc, "request_id", None), exc.code, str(exc)), render)
         if method is None:
@@ -432,6 +446,7 @@ class GatewayCore:
     ) -> JsonObject:
         txn.fire(event)
         txn.seq += 1
+        txn.plan["authorized"] = False  # until the host admits it (audit.authorized)
         tab = txn.tab_id
         target = None if tab is None else {"tabId": tab, "generation": self._refs.generation(tab)}
         txn.pending = {
@@ -526,16 +541,27 @@ class GatewayCore:
 
     # ================================================================== completion
     def _audit(self, txn: Transaction | None, envelope: JsonObject, method: str | None) -> JsonObject:
+        """The ``audit`` object of a ``complete`` step (docs/engine.md, "The audit record"): what an
+        audit trail needs and nothing a request carried in clear (the params only as a SHA-256)."""
         ok = envelope.get("success") is True
-        outcome = "success" if ok else ("unknown" if envelope.get("mayHaveCompleted") else "refused")
+        unknown = not ok and envelope.get("mayHaveCompleted") is True
+        outcome = "success" if ok else ("unknown" if unknown else "refused")
+        params: Any = txn.request["params"] if txn is not None else self._audit_hint[2]
+        named = txn.method if txn is not None else (method or self._audit_hint[0])
+        extension = params.get("name") if named == "extension.call" and isinstance(params, dict) else None
         audit: JsonObject = {
-            "method": txn.method if txn is not None else (method or self._audit_hint[0]),
+            "method": named,
+            "extension": extension if isinstance(extension, str) else None,
             "lane": txn.lane if txn is not None else None,
             "tabId": txn.tab_id if txn is not None else self._audit_hint[1],
             "outcome": outcome,
             "code": None if ok else envelope["error"]["code"],
+            "mayHaveCompleted": unknown,
+            "mutates": txn.mutates if txn is not None else False,
+            "authorized": txn.plan.get("authorized") if txn is not None else None,
             "dispatches": txn.dispatches if txn is not None else 0,
             "elapsedMs": round((self._clock() - txn.started) * 1000.0, 3) if txn is not None else 0.0,
+            "paramsSha256": params_digest(params),
         }
         return audit
 
@@ -652,6 +678,7 @@ class GatewayCore:
                 else "the host's policy refused this transaction"
             )
             return self._finish(txn, failure(txn.request_id, "NOT_AUTHORIZED", text))
+        txn.plan["authorized"] = True
         if txn.state == "authorizing_switch":
             return self._issue_switch(txn)
         return self._after_admission(txn)
