@@ -18,6 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
+from kelpie_gateway.host.audit import DEFAULT_MAX_BYTES, AuditLog
 from kelpie_gateway.host.auth import Pairing, TokenStore
 from kelpie_gateway.host.browser import ChromiumRenderer, NoRenderer, Renderer, find_chromium, gateway_config
 from kelpie_gateway.host.driver import Driver, GatewayLike
@@ -32,6 +33,7 @@ from kelpie_gateway.host.server import (
     site_app,
     state_dir,
 )
+from kelpie_gateway.host.tunnel import Tunnel, TunnelConfigError, TunnelOptions
 
 
 def default_site() -> Path:
@@ -57,6 +59,11 @@ class ServeOptions:
     read_only: bool = False
     extensions_include: list[str] | None = None
     extensions_exclude: list[str] = field(default_factory=list)
+    viewport: tuple[int, int] | None = None
+    audit_log: Path | None = None
+    audit_max_bytes: int = DEFAULT_MAX_BYTES
+    connect: TunnelOptions | None = None
+    listen: bool = True
 
 
 def log(message: str) -> None:
@@ -94,6 +101,10 @@ async def serve(opts: ServeOptions) -> int:
     if not (site_root / "index.html").is_file():
         print(f"error: --site {site_root} has no index.html", file=sys.stderr)
         return 2
+    extras = _transports(opts)
+    if isinstance(extras, int):
+        return extras
+    audit, tunnel_opts = extras
 
     runners: list[web.AppRunner] = []
     renderer: Renderer = NoRenderer()
@@ -121,6 +132,7 @@ async def serve(opts: ServeOptions) -> int:
                 on_invalidate=invalidate,
                 log=log,
                 guard=guard,
+                viewport=None if opts.viewport is None else _viewport(opts.viewport),
             )
             RichExtensions(chromium).install()
             await chromium.start(site_url)
@@ -134,30 +146,10 @@ async def serve(opts: ServeOptions) -> int:
         gateway = make_gateway(config, via_abi=opts.via_abi, library=opts.abi_library)
         gateway_box.append(gateway)
 
-        driver = Driver(gateway, renderer, log, authorize=policy.authorize)
-        tokens = TokenStore()
-        pairing = Pairing(auto_approve=opts.approve_pairing == "auto", timeout_s=opts.pairing_timeout_s)
-        host = HostServer(driver, tokens, pairing, log=log)
-        host.bind = opts.bind
-        set_error_log(log)
-        api_runner = QuietAppRunner(host.app(), handle_signals=False)
-        await api_runner.setup()
-        runners.append(api_runner)
-        api = web.TCPSite(api_runner, opts.bind, opts.port)
-        await api.start()
-        host.port = _port(api_runner)
-
-        sock_path = state_dir() / f"admin-{host.port}.sock"
-        with contextlib.suppress(FileNotFoundError):
-            sock_path.unlink()
-        admin_runner = web.AppRunner(admin_app(pairing, log), access_log=None)
-        await admin_runner.setup()
-        runners.append(admin_runner)
-        old_umask = os.umask(0o177)
-        try:
-            await web.UnixSite(admin_runner, str(sock_path)).start()
-        finally:
-            os.umask(old_umask)
+        driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit)
+        tunnel = Tunnel(driver, tunnel_opts, log) if tunnel_opts is not None else None
+        if opts.listen:
+            host, sock_path = await _listen(opts, driver, runners)
     except Exception as exc:
         print(f"error: the host could not start: {type(exc).__name__}: {exc}", file=sys.stderr)
         for runner in reversed(runners):
@@ -165,31 +157,74 @@ async def serve(opts: ServeOptions) -> int:
         await renderer.close()
         return 1
 
-    log(f"listening http://{host.url_host()}:{host.port}")
+    if opts.listen:
+        log(f"listening http://{host.url_host()}:{host.port}")
+    elif tunnel is not None:
+        log(f"connecting {tunnel.describe()} (no local listener: --no-listen)")
     log(f"site {site_root} at http://127.0.0.1:{site_port}/")
     log(f"browser {getattr(renderer, 'description', 'none')}")
     core = f"C library {getattr(gateway, 'path', '')}" if opts.via_abi else "Python API"
     log(f"gateway via {core}; realm isolated; pairing {opts.approve_pairing}")
-    log(f"admin socket {sock_path} (kelpie-gateway pair approve CODE)")
+    if opts.listen:
+        log(f"admin socket {sock_path} (kelpie-gateway pair approve CODE)")
     log(f"site policy {policy.describe()}")
+    if audit is not None:
+        log(f"audit log {audit.path} (one JSON line per transaction; SIGHUP reopens it)")
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    if audit is not None:
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signal.SIGHUP, audit.reopen)
+    tunnel_task = asyncio.ensure_future(tunnel.run()) if tunnel is not None else None
     await stop.wait()
     log("shutting down")
+    if tunnel is not None and tunnel_task is not None:
+        await tunnel.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(tunnel_task, 5.0)
     await driver.drain(2.0)
     for runner in reversed(runners):
         with contextlib.suppress(Exception):
             await runner.cleanup()
-    with contextlib.suppress(FileNotFoundError):
-        sock_path.unlink()
+    if opts.listen:
+        with contextlib.suppress(FileNotFoundError):
+            sock_path.unlink()
     await renderer.close()
     with contextlib.suppress(Exception):
         gateway.close()
+    if audit is not None:
+        audit.close()
     return 0
+
+
+def _transports(opts: ServeOptions) -> tuple[AuditLog | None, TunnelOptions | None] | int:
+    """The audit log (opened now: an unwritable path is a usage error) and the checked tunnel settings,
+    or exit status 2 with the reason on stderr."""
+    if opts.connect is None and not opts.listen:
+        print("error: --no-listen needs --connect URL (else nothing could reach the host)", file=sys.stderr)
+        return 2
+    if opts.connect is not None:
+        try:
+            Tunnel.check(opts.connect)
+        except TunnelConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    audit = None
+    if opts.audit_log is not None:
+        try:
+            audit = AuditLog(opts.audit_log, max_bytes=opts.audit_max_bytes, log=log)
+        except OSError as exc:
+            print(f"error: --audit-log {opts.audit_log}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    return audit, opts.connect
+
+
+def _viewport(size: tuple[int, int]) -> dict[str, int]:
+    return {"width": size[0], "height": size[1]}
 
 
 def _port(runner: web.AppRunner) -> int:
@@ -197,3 +232,33 @@ def _port(runner: web.AppRunner) -> int:
         if isinstance(address, tuple) and len(address) >= 2:
             return int(address[1])
     raise RuntimeError("the server has no TCP address")
+
+
+async def _listen(
+    opts: ServeOptions, driver: Driver, runners: list[web.AppRunner]
+) -> tuple[HostServer, Path]:
+    """The loopback HTTP routes and the operator's admin socket (skipped by ``--no-listen``)."""
+    tokens = TokenStore()
+    pairing = Pairing(auto_approve=opts.approve_pairing == "auto", timeout_s=opts.pairing_timeout_s)
+    host = HostServer(driver, tokens, pairing, log=log)
+    host.bind = opts.bind
+    set_error_log(log)
+    api_runner = QuietAppRunner(host.app(), handle_signals=False)
+    await api_runner.setup()
+    runners.append(api_runner)
+    api = web.TCPSite(api_runner, opts.bind, opts.port)
+    await api.start()
+    host.port = _port(api_runner)
+
+    sock_path = state_dir() / f"admin-{host.port}.sock"
+    with contextlib.suppress(FileNotFoundError):
+        sock_path.unlink()
+    admin_runner = web.AppRunner(admin_app(pairing, log), access_log=None)
+    await admin_runner.setup()
+    runners.append(admin_runner)
+    old_umask = os.umask(0o177)
+    try:
+        await web.UnixSite(admin_runner, str(sock_path)).start()
+    finally:
+        os.umask(old_umask)
+    return host, sock_path

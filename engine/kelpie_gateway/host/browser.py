@@ -128,7 +128,9 @@ class ChromiumRenderer:
         log: Callable[[str], None],
         dialog_timeout_s: float = 60.0,
         guard: RedirectGuard | None = None,
+        viewport: Mapping[str, int] | None = None,
     ) -> None:
+        self.viewport = dict(viewport or VIEWPORT)  # serve --viewport WxH
         self.executable = executable
         self.on_invalidate = on_invalidate
         self.log = log
@@ -188,7 +190,7 @@ class ChromiumRenderer:
             launch["executable_path"] = self.executable
         self._browser = await self._pw.chromium.launch(**launch)
         self.description = f"chromium {self._browser.version} ({self.executable or 'playwright-managed'})"
-        self._context = await self._browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+        self._context = await self._browser.new_context(viewport=self.viewport)  # type: ignore[arg-type]
         if self.guard is not None:
             await self._context.route("**/*", self._route)
         self._context.on("page", self._on_page)

@@ -263,6 +263,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         read_only=args.read_only,
         extensions_include=_globs(args.extensions_include),
         extensions_exclude=_globs(args.extensions_exclude) or [],
+        **_serve_extras(args),
     )
     try:
         return asyncio.run(serve(opts))
@@ -275,6 +276,78 @@ def _globs(raw: str | None) -> list[str] | None:
     if raw is None:
         return None
     return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def _serve_extras(args: argparse.Namespace) -> dict[str, Any]:
+    """``--viewport``, ``--audit-log``, ``--connect`` and friends as :class:`ServeOptions` fields."""
+    from kelpie_gateway.host.tunnel import TunnelOptions
+
+    connect = None
+    if args.connect:
+        connect = TunnelOptions(
+            url=args.connect,
+            token_file=Path(args.connect_token_file) if args.connect_token_file else None,
+            name=args.connect_name,
+            session=args.connect_session,
+            backoff_max_s=args.connect_backoff_max,
+        )
+    return {
+        "viewport": args.viewport,
+        "audit_log": Path(args.audit_log) if args.audit_log else None,
+        "audit_max_bytes": args.audit_max_bytes,
+        "connect": connect,
+        "listen": not args.no_listen,
+    }
+
+
+def _viewport(text: str) -> tuple[int, int]:
+    width, sep, height = text.lower().partition("x")
+    try:
+        size = (int(width), int(height))
+    except ValueError:
+        size = (0, 0)
+    if not sep or not all(100 <= n <= 8192 for n in size):
+        raise argparse.ArgumentTypeError("WIDTHxHEIGHT, each 100..8192 CSS pixels, e.g. 1280x800")
+    return size
+
+
+def add_transport_flags(cmd: argparse.ArgumentParser) -> None:
+    """``--audit-log`` and ``--connect`` (issue 17; docs/tunnel.md, docs/host.md "Audit log")."""
+    cmd.add_argument(
+        "--audit-log",
+        metavar="FILE",
+        help="append one JSON line per transaction (never params or typed text; 0600; SIGHUP reopens)",
+    )
+    cmd.add_argument(
+        "--audit-max-bytes",
+        type=int,
+        default=64 * 1024 * 1024,
+        help="rotate the audit log to FILE.1 past this size (default 64 MiB)",
+    )
+    cmd.add_argument(
+        "--connect",
+        metavar="URL",
+        help="also serve MCP over an outbound WebSocket to an agent broker (MCP-over-ACP; wss://, or ws:// "
+        "on loopback)",
+    )
+    cmd.add_argument(
+        "--connect-token-file",
+        metavar="FILE",
+        help="bearer for the broker (default $KELPIE_GATEWAY_CONNECT_TOKEN); never logged",
+    )
+    cmd.add_argument(
+        "--connect-name", default="kelpie-browser", help="the MCP server name declared to the broker"
+    )
+    cmd.add_argument(
+        "--connect-session", metavar="ID", help="attach to this existing broker session (session/resume)"
+    )
+    cmd.add_argument(
+        "--connect-backoff-max",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="longest wait between reconnect attempts (default 30 s; doubling from 0.5 s, jittered)",
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -337,6 +410,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--extensions-exclude", help="comma-separated globs of extension names to hide (wins over include)"
     )
+    serve.add_argument(
+        "--viewport",
+        type=_viewport,
+        metavar="WxH",
+        help="browser viewport in CSS pixels (default 1280x800)",
+    )
+    serve.add_argument(
+        "--no-listen", action="store_true", help="serve only through --connect (no loopback HTTP routes)"
+    )
+    add_transport_flags(serve)
     serve.set_defaults(func=cmd_serve)
 
     call = sub.add_parser(

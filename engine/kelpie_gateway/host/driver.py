@@ -25,8 +25,10 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kelpie_gateway.host.audit import AuditLog
 from kelpie_gateway.host.browser import Renderer, fail
 
 JsonObject = dict[str, Any]
@@ -62,8 +64,46 @@ def _internal_envelope(message: str) -> JsonObject:
     }
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who asked, for the audit trail: ``client`` (pairing name, ``stdio`` or ``tunnel:<id>``),
+    ``transport`` (``http``, ``mcp-http``, ``stdio``, ``tunnel``) and the tunnel's MCP connection id."""
+
+    client: str = "-"
+    transport: str = "http"
+    connection: str | None = None
+
+
+class Abandon:
+    """Lets a transport abandon the transaction it runs when it can no longer deliver the answer (the
+    tunnel dropped, the MCP connection was closed): the pending step is cancelled with reason
+    ``cancelled`` (CONTRACT.md §5: a dispatched mutation completes with ``mayHaveCompleted:true`` and its
+    lane stays exclusive until the renderer's late reply retires it)."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def abandon(self) -> None:
+        self._event.set()
+
+    @property
+    def abandoned(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+Fit = Callable[[JsonObject], JsonObject]
+"""A transport's last look at the ``complete`` step before it is audited (the tunnel replaces
+a response over its frame cap with a RESPONSE_TOO_LARGE refusal)."""
+
+
 class Driver:
-    """Drives transactions of one gateway against one renderer; see the module docstring."""
+    """Drives transactions of one gateway against one renderer; see the module docstring.
+
+    ``audit``: the ``--audit-log`` file; every ``complete`` step of a canonical transaction is recorded
+    there with its :class:`Caller`."""
 
     def __init__(
         self,
@@ -71,36 +111,83 @@ class Driver:
         renderer: Renderer,
         log: Callable[[str], None],
         authorize: Callable[[Mapping[str, Any]], JsonObject] | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         self.gateway = gateway
         self.renderer = renderer
         self.log = log
         self._policy = authorize
+        self.audit = audit
         self._late: set[asyncio.Task[JsonObject]] = set()
 
     # ------------------------------------------------------------------ entry points
-    async def canonical(self, body: bytes | Mapping[str, Any]) -> JsonObject:
+    async def canonical(self, body: bytes | Mapping[str, Any], caller: Caller | None = None) -> JsonObject:
         """Run one canonical request (raw bytes or a parsed object); returns the ``complete`` step."""
-        return await self._run(lambda: self.gateway.begin(body), mcp=False)
+        return await self._run(lambda: self.gateway.begin(body), mcp=False, caller=caller or Caller())
 
-    async def mcp(self, body: bytes | Mapping[str, Any]) -> JsonObject:
-        """Run one JSON-RPC message; returns the ``complete`` step (``response`` null for notifications)."""
-        return await self._run(lambda: self.gateway.begin_mcp(body), mcp=True)
+    async def mcp(
+        self,
+        body: bytes | Mapping[str, Any],
+        caller: Caller | None = None,
+        *,
+        abandon: Abandon | None = None,
+        fit: Fit | None = None,
+    ) -> JsonObject:
+        """Run one JSON-RPC message; returns the ``complete`` step (``response`` null for notifications).
+        ``abandon``: the transport may give up on the answer (see :class:`Abandon`); ``fit``: see
+        :data:`Fit`."""
+        return await self._run(
+            lambda: self.gateway.begin_mcp(body),
+            mcp=True,
+            caller=caller or Caller(transport="mcp-http"),
+            abandon=abandon,
+            fit=fit,
+        )
 
-    async def _run(self, begin: Callable[[], JsonObject], *, mcp: bool) -> JsonObject:
-        # A transaction finishes even if its HTTP caller goes away: the task is shielded.
-        task = asyncio.ensure_future(self._drive(begin, mcp=mcp))
+    async def _run(
+        self,
+        begin: Callable[[], JsonObject],
+        *,
+        mcp: bool,
+        caller: Caller,
+        abandon: Abandon | None = None,
+        fit: Fit | None = None,
+    ) -> JsonObject:
+        # A transaction finishes (and is audited) even if its HTTP caller goes away: the task is shielded.
+        task = asyncio.ensure_future(self._finish(begin, mcp=mcp, caller=caller, abandon=abandon, fit=fit))
         return await asyncio.shield(task)
 
+    async def _finish(
+        self,
+        begin: Callable[[], JsonObject],
+        *,
+        mcp: bool,
+        caller: Caller,
+        abandon: Abandon | None,
+        fit: Fit | None,
+    ) -> JsonObject:
+        step = await self._drive(begin, mcp=mcp, abandon=abandon)
+        if fit is not None:
+            step = fit(step)
+        if self.audit is not None:
+            self.audit.record(
+                step, client=caller.client, transport=caller.transport, connection=caller.connection
+            )
+        return step
+
     # ------------------------------------------------------------------ the loop
-    async def _drive(self, begin: Callable[[], JsonObject], *, mcp: bool) -> JsonObject:
+    async def _drive(
+        self, begin: Callable[[], JsonObject], *, mcp: bool, abandon: Abandon | None = None
+    ) -> JsonObject:
         try:
-            return await self._loop(begin, mcp=mcp)
+            return await self._loop(begin, mcp=mcp, abandon=abandon)
         except Exception as exc:  # errors are values: nothing raises into an HTTP response
             self.log(f"host error while driving a transaction: {type(exc).__name__}: {exc}")
             return _host_failure(f"the host failed while driving the transaction: {type(exc).__name__}", mcp)
 
-    async def _loop(self, begin: Callable[[], JsonObject], *, mcp: bool) -> JsonObject:
+    async def _loop(
+        self, begin: Callable[[], JsonObject], *, mcp: bool, abandon: Abandon | None = None
+    ) -> JsonObject:
         started = time.monotonic()
         step = begin()
         target: Any = None
@@ -109,6 +196,9 @@ class Driver:
             if kind == "complete":
                 self._log_complete(step, target, started)
                 return step
+            if kind in ("authorize", "dispatch") and abandon is not None and abandon.abandoned:
+                step = self.gateway.cancel({"transaction": step["transaction"], "reason": "cancelled"})
+                continue
             if kind == "authorize":
                 target = step.get("target") or target
                 step = self.gateway.advance(
@@ -118,7 +208,7 @@ class Driver:
                 params = step.get("params")
                 if isinstance(params, Mapping) and target is None and params.get("tabId"):
                     target = {"tabId": params.get("tabId")}
-                step = await self._dispatch(step)
+                step = await self._dispatch(step, abandon)
             else:
                 self.log(f"gateway answered an unexpected step {kind!r}: {step.get('error')}")
                 return _host_failure(f"the gateway answered an unexpected step {kind!r}", mcp)
@@ -128,7 +218,9 @@ class Driver:
         site policy (``authorize`` at construction)."""
         return self._policy(step) if self._policy is not None else {"success": True}
 
-    async def _dispatch(self, step: Mapping[str, Any]) -> JsonObject:
+    async def _dispatch(self, step: Mapping[str, Any], abandon: Abandon | None = None) -> JsonObject:
+        """Run one dispatch, raced against its ``timeoutMs`` and the transport giving up (``abandon``);
+        either cancels the transaction and the renderer's late reply retires it."""
         transaction, seq = step["transaction"], step["seq"]
         method = str(step.get("method"))
         params = step.get("params") or {}
@@ -136,15 +228,25 @@ class Driver:
         if not isinstance(timeout_ms, int) or timeout_ms <= 0:
             timeout_ms = DEFAULT_TIMEOUT_MS
         call = asyncio.ensure_future(self._call(method, params))
+        gave_up = asyncio.ensure_future(abandon.wait()) if abandon is not None else None
         try:
-            result = await asyncio.wait_for(asyncio.shield(call), timeout_ms / 1000)
-        except TimeoutError:
-            answer = self.gateway.cancel({"transaction": transaction, "reason": "timeout"})
-            self.log(f"{method} in transaction {transaction} passed its {timeout_ms} ms deadline: cancelled")
-            self._late.add(call)
-            call.add_done_callback(lambda done: self._retire(transaction, seq, method, done))
-            return answer
-        return self.gateway.advance({"transaction": transaction, "seq": seq, "result": result})
+            await asyncio.wait(
+                {call} if gave_up is None else {call, gave_up},
+                timeout=timeout_ms / 1000,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            if gave_up is not None:
+                gave_up.cancel()
+        if call.done():
+            return self.gateway.advance({"transaction": transaction, "seq": seq, "result": call.result()})
+        reason = "cancelled" if abandon is not None and abandon.abandoned else "timeout"
+        answer = self.gateway.cancel({"transaction": transaction, "reason": reason})
+        why = "its caller went away" if reason == "cancelled" else f"it passed its {timeout_ms} ms deadline"
+        self.log(f"{method} in transaction {transaction}: {why}: cancelled")
+        self._late.add(call)
+        call.add_done_callback(lambda done: self._retire(transaction, seq, method, done))
+        return answer
 
     async def _call(self, method: str, params: Mapping[str, Any]) -> JsonObject:
         try:

@@ -43,7 +43,7 @@ from aiohttp.web_response import StreamResponse
 from aiohttp.web_server import Server
 
 from kelpie_gateway.host.auth import Pairing, TokenStore
-from kelpie_gateway.host.driver import Driver
+from kelpie_gateway.host.driver import Caller, Driver
 
 JsonObject = dict[str, Any]
 
@@ -245,6 +245,11 @@ class HostServer:
         self._check_origin(request, err)
         return token
 
+    def _caller(self, token: str | None, transport: str) -> Caller:
+        """The audit trail's caller: the pairing name of ``token``."""
+        client = self.tokens.lookup(token) if token is not None else None
+        return Caller(client=client or "-", transport=transport)
+
     def _check_origin(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
         if "Origin" in request.headers:
             raise _Refused(
@@ -297,7 +302,7 @@ class HostServer:
         """``POST /v1/browser-control``: canonical request in, envelope out (CONTRACT.md §3-4)."""
         err = _envelope_error
         try:
-            self._admit(request, err)
+            token = self._admit(request, err)
             self._check_type(request, err)
             body = await self._read(
                 request,
@@ -305,7 +310,7 @@ class HostServer:
             )
         except _Refused as refused:
             return refused.response
-        step = await self.driver.canonical(body)
+        step = await self.driver.canonical(body, self._caller(token, "http"))
         response = step.get("response")
         return _json(_http_status(response), response)
 
@@ -328,7 +333,7 @@ class HostServer:
         err = _rpc_refusal
 
         try:
-            self._admit(request, err)
+            token = self._admit(request, err)
             version = request.headers.get("MCP-Protocol-Version")
             if version is not None and version not in MCP_VERSIONS:
                 supported = ", ".join(sorted(MCP_VERSIONS))
@@ -341,7 +346,7 @@ class HostServer:
             )
         except _Refused as refused:
             return refused.response
-        step = await self.driver.mcp(body)
+        step = await self.driver.mcp(body, self._caller(token, "mcp-http"))
         response = step.get("response")
         if response is None:
             return web.Response(status=int(step.get("httpStatus") or 202))

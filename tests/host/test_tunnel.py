@@ -1,0 +1,409 @@
+"""MCP over an outbound WebSocket (MCP-over-ACP, issue 17) against a test broker (``acp_broker.py``, aiohttp
+like the host's client), with the host driving real headless Chromium on the fixture site, and the audit
+trail (``--audit-log``) checked on every path.
+
+One host per module: ``serve --connect ws://127.0.0.1:PORT/acp`` (loopback) that also listens on loopback
+HTTP, so a local client and the tunnel share one gateway. Its viewport is 2560x1440, so a screenshot of
+the noise page is over the tunnel's 8 MiB frame cap (and under the engine's 32 MiB result cap).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp_broker import Broker, BrokerThread, Peer
+from host_testlib import ROOT, Host
+from kelpie_gateway.host.launch import HostProcess
+
+pytestmark = pytest.mark.timeout(240)
+
+MiB = 1024 * 1024
+TYPED = "tunnel-secret-Ωmega-42"
+
+
+@dataclass
+class World:
+    process: HostProcess
+    host: Host
+    brokers: BrokerThread
+    broker: Broker
+    token: str
+    audit: Path
+    peer: Peer | None = None
+    connection: str | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def run(self, coro: Any) -> Any:
+        return self.brokers.run(coro)
+
+    def audit_lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.audit.read_text(encoding="utf-8").splitlines()]
+
+    def wait_audit(self, predicate: Any, timeout: float = 30.0) -> dict[str, Any]:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.audit_lines():
+                if predicate(line):
+                    return line
+            time.sleep(0.1)
+        raise AssertionError(f"no matching audit line in {self.audit_lines()[-10:]}")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    tmp = tmp_path_factory.mktemp("tunnel")
+    token = secrets.token_urlsafe(32)
+    token_file = tmp / "broker-token"
+    token_file.write_text(token + "\n", encoding="utf-8")
+    token_file.chmod(0o600)
+    audit = tmp / "audit.jsonl"
+    brokers = BrokerThread()
+    broker = Broker(token)
+    brokers.run(broker.start())
+    process = HostProcess(
+        [
+            "--approve-pairing",
+            "auto",
+            "--connect",
+            broker.url,
+            "--connect-token-file",
+            str(token_file),
+            "--connect-backoff-max",
+            "1",
+            "--audit-log",
+            str(audit),
+            "--viewport",
+            "2560x1440",
+        ]
+    )
+    try:
+        process.start()
+        host = Host(process, process.pair("local-http-client"), "python")
+        yield World(process, host, brokers, broker, token, audit)
+    finally:
+        process.stop()
+        brokers.run(broker.stop())
+        brokers.close()
+        if os.environ.get("KELPIE_HOST_LOG"):
+            print("\n".join(process.lines))
+
+
+# ---------------------------------------------------------------------- helpers (run on the broker loop)
+async def attach(world: World) -> tuple[Peer, str]:
+    """The host's current socket (waiting for a new one after a drop) and a fresh MCP connection on it."""
+    peer = world.peer
+    if peer is None or peer.closed.is_set():
+        peer = await world.broker.attached()
+        world.peer = peer
+        world.connection = None
+    if world.connection is None:
+        answer = await peer.request("mcp/connect", {"acpId": peer.declared[0]["id"]})
+        world.connection = answer["result"]["connectionId"]
+        init = await mcp(world, "initialize", {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "broker-agent", "version": "1"},
+        })
+        assert init["result"]["serverInfo"]["name"]
+        await peer.notify("mcp/message", {"connectionId": world.connection, "method": "notifications/initialized"})
+    assert world.connection is not None
+    return peer, world.connection
+
+
+async def mcp(world: World, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> Any:
+    assert world.peer is not None
+    message: dict[str, Any] = {"connectionId": world.connection, "method": method}
+    if params is not None:
+        message["params"] = params
+    return await world.peer.request("mcp/message", message, timeout)
+
+
+async def bc(world: World, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``kelpie_browser_control`` over the tunnel; the envelope (structuredContent == the text block)."""
+    await attach(world)
+    answer = await mcp(world, "tools/call", {"name": "kelpie_browser_control", "arguments": {"method": method, "params": params}})
+    result = answer["result"]
+    envelope = result["structuredContent"]
+    assert json.loads(result["content"][0]["text"]) == envelope
+    assert result["isError"] is (not envelope["success"])
+    return dict(envelope)
+
+
+async def ok(world: World, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    envelope = await bc(world, method, params)
+    for _ in range(50):  # BUSY (a retirement still due) and RENDERER_CHANGED are retryable: nothing happened
+        if envelope["success"] or not envelope["error"]["retryable"]:
+            break
+        await asyncio.sleep(0.2)
+        envelope = await bc(world, method, params)
+    assert envelope["success"], envelope
+    return dict(envelope["result"])
+
+
+def element(snapshot: dict[str, Any], tag: str, label: str) -> dict[str, Any]:
+    for item in snapshot["elements"]:
+        if item.get("tag") == tag and label.lower() in str(item.get("label", "")).lower():
+            return dict(item)
+    raise AssertionError(f"no <{tag}> labelled {label!r} in {snapshot['elements']}")
+
+
+async def open_tab(world: World, page: str) -> str:
+    return str((await ok(world, "tabs.open", {"url": world.host.site(page)}))["tabId"])
+
+
+async def local(world: World, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The same gateway through the local HTTP route (a blocking call, off the broker loop)."""
+    return await asyncio.get_running_loop().run_in_executor(None, world.host.call, method, params)
+
+
+# ---------------------------------------------------------------------- tests
+def test_declares_the_server_on_session_new_with_the_bearer(world: World) -> None:
+    async def body() -> None:
+        peer = await world.broker.attached()
+        assert peer.handshake[:2] == ["initialize", "session/new"]
+        initialize = peer.received[0]
+        assert initialize["method"] == "initialize" and initialize["params"]["protocolVersion"] == 1
+        [server] = peer.declared
+        assert server["type"] == "acp" and server["name"] == "kelpie-browser"
+        assert server["id"].startswith("kelpie-")
+        assert world.broker.sessions[peer.session] == peer.declared
+        # A wrong acpId is refused; the declared one opens an MCP connection.
+        wrong = await peer.request("mcp/connect", {"acpId": "someone-else"})
+        assert wrong["error"]["code"] == -32602
+        world.peer = peer
+        _, connection = await attach(world)
+        assert connection
+        tools = await mcp(world, "tools/list", {})
+        names = {tool["name"] for tool in tools["result"]["tools"]}
+        assert "kelpie_browser_control" in names
+
+    world.run(body())
+    assert world.process.wait_for_line("tunnel attached to ws://127.0.0.1:")
+    assert world.broker.refused_handshakes == 0
+
+
+def test_snapshot_click_and_type_through_the_tunnel(world: World) -> None:
+    async def body() -> None:
+        tab = await open_tab(world, "click.html")
+        button = element(await ok(world, "tab.snapshot", {"tabId": tab}), "button", "Increment")
+        assert await ok(world, "tab.click", {"tabId": tab, "ref": button["ref"]}) == {"clicked": True}
+        assert "Clicked 1 times" in (await ok(world, "tab.snapshot", {"tabId": tab}))["text"]
+
+        form = await open_tab(world, "form.html")
+        field_ = element(await ok(world, "tab.snapshot", {"tabId": form}), "input", "Your name")
+        typed = await ok(world, "tab.type", {"tabId": form, "ref": field_["ref"], "text": TYPED})
+        assert typed == {"typed": len(TYPED)}
+        snapshot = await ok(world, "tab.snapshot", {"tabId": form})
+        assert f"Name has {len(TYPED)} characters" in snapshot["text"]
+        assert TYPED not in json.dumps(snapshot)
+        world.notes["form"] = form
+
+    world.run(body())
+    click = world.wait_audit(lambda a: a["method"] == "tab.click" and a["outcome"] == "success")
+    assert click["client"].startswith("tunnel:kelpie-") and click["transport"] == "tunnel"
+    assert click["connection"] == world.connection and click["authorized"] is True
+    assert click["mutates"] is True and click["mayHaveCompleted"] is False and click["dispatches"] == 1
+    assert len(click["paramsSha256"]) == 64 and click["durationMs"] > 0
+    typed = world.wait_audit(lambda a: a["method"] == "tab.type")
+    assert typed["outcome"] == "success" and typed["tabId"] == world.notes["form"]
+
+
+def test_busy_across_the_tunnel_and_a_local_client(world: World) -> None:
+    async def body() -> None:
+        tab = await open_tab(world, "slow.html?busy=2500")
+        button = element(await ok(world, "tab.snapshot", {"tabId": tab}), "button", "Slow")
+        click = asyncio.ensure_future(bc(world, "tab.click", {"tabId": tab, "ref": button["ref"], "timeoutMs": 20000}))
+        await asyncio.sleep(0.8)
+        busy = await local(world, "tabs.list", {})
+        assert busy["error"]["code"] == "BUSY" and busy["mayHaveCompleted"] is False
+        assert (await click)["success"] is True
+        # And the other way round: a local click in flight makes the tunnel's call BUSY.
+        button = element(await ok(world, "tab.snapshot", {"tabId": tab}), "button", "Slow")
+        local_click = asyncio.ensure_future(
+            local(world, "tab.click", {"tabId": tab, "ref": button["ref"], "timeoutMs": 20000})
+        )
+        await asyncio.sleep(0.8)
+        busy = await bc(world, "tabs.list", {})
+        assert busy["error"]["code"] == "BUSY" and busy["error"]["retryable"] is True
+        assert (await local_click)["success"] is True
+        assert "Slow effect count: 2" in (await ok(world, "tab.snapshot", {"tabId": tab}))["text"]
+
+    world.run(body())
+    lines = world.audit_lines()
+    busy = [a for a in lines if a["code"] == "BUSY"]
+    assert {a["transport"] for a in busy} >= {"http", "tunnel"}
+    assert all(a["authorized"] is None and a["dispatches"] == 0 for a in busy)  # refused before authorize
+    assert any(a["client"] == "local-http-client" for a in busy)
+
+
+def test_a_method_frame_over_1_mib_closes_the_connection(world: World) -> None:
+    async def body() -> None:
+        peer, connection = await attach(world)
+        # Exactly 1 MiB is within the cap: answered (the engine refuses the unknown tool, nothing closes).
+        head = json.dumps({"jsonrpc": "2.0", "id": 77, "method": "mcp/message", "params": {
+            "connectionId": connection, "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {"pad": ""}}}})
+        pad = MiB - len(head.encode())
+        exact = head.replace('"pad": ""', '"pad": "' + "x" * pad + '"')
+        assert len(exact.encode()) == MiB
+        waiter = asyncio.get_running_loop().create_future()
+        peer._waiting[77] = waiter
+        await peer.send_raw(exact)
+        answer = await asyncio.wait_for(waiter, 30)
+        assert answer["error"]["code"] == -32602 and not peer.closed.is_set()
+        # One byte more closes the socket (1009), before the host parses it.
+        await peer.send_raw(exact.replace('"pad": "', '"pad": "x', 1))
+        await asyncio.wait_for(peer.closed.wait(), 30)
+        assert peer.close_code == 1009
+        # The host reconnects and resumes its session: the broker sees the same declaration again.
+        again = await world.broker.attached(after=world.broker.peers.index(peer) + 1)
+        assert again.handshake[:2] == ["initialize", "session/resume"]
+        assert again.session == peer.session and again.declared == peer.declared
+
+    world.run(body())
+    assert world.process.wait_for_line("(over the frame cap); closing the connection")
+
+
+def test_a_response_over_8_mib_is_refused_before_sending(world: World) -> None:
+    async def body() -> None:
+        tab = await open_tab(world, "noise.html")
+        # Over the local route the screenshot travels whole: it is over 8 MiB, under the 32 MiB result cap.
+        slow = {"tabId": tab, "timeoutMs": 30000}  # encoding ~4 million random pixels takes a while
+        direct = await local(world, "tab.screenshot", slow)
+        assert direct["success"] is True, direct
+        assert len(direct["result"]["data"]) > 8 * MiB
+        peer, _ = await attach(world)
+        before = len(peer.received)
+        refused = await bc(world, "tab.screenshot", slow)
+        assert refused["error"]["code"] == "RESPONSE_TOO_LARGE" and refused["mayHaveCompleted"] is False
+        frame = json.dumps(peer.received[before])
+        assert len(frame.encode()) < MiB and not peer.closed.is_set()
+        # A screenshot that fits travels as one image block.
+        small = await open_tab(world, "click.html")
+        answer = await mcp(world, "tools/call", {"name": "kelpie_browser_control", "arguments": {
+            "method": "tab.screenshot", "params": {"tabId": small}}})
+        images = [block for block in answer["result"]["content"] if block["type"] == "image"]
+        assert len(images) == 1 and answer["result"]["structuredContent"]["success"] is True
+        await ok(world, "tabs.close", {"tabId": tab})
+
+    world.run(body())
+    line = world.wait_audit(lambda a: a["code"] == "RESPONSE_TOO_LARGE")
+    assert line["method"] == "tab.screenshot" and line["outcome"] == "refused" and line["transport"] == "tunnel"
+
+
+def test_a_dropped_socket_mid_click_cancels_and_requires_reconcile(world: World) -> None:
+    async def body() -> None:
+        tab = await open_tab(world, "slow.html?busy=3000")
+        button = element(await ok(world, "tab.snapshot", {"tabId": tab}), "button", "Slow")
+        peer, _ = await attach(world)
+        click = asyncio.ensure_future(bc(world, "tab.click", {"tabId": tab, "ref": button["ref"], "timeoutMs": 20000}))
+        await asyncio.sleep(0.8)  # dispatched: the effect has landed, the renderer is busy
+        await peer.ws.close(code=1011, message=b"broker lost the agent")
+        with pytest.raises(ConnectionError):
+            await click
+        # The host reconnects (session/resume) and the next mutation on that tab is refused until observed.
+        world.peer = None
+        elsewhere = {"tabId": tab, "url": world.host.site("second.html")}
+        again = await bc(world, "tab.navigate", elsewhere)
+        for _ in range(100):
+            if again["error"]["code"] != "BUSY":  # the late renderer reply retires the lane first
+                break
+            await asyncio.sleep(0.2)
+            again = await bc(world, "tab.navigate", elsewhere)
+        assert again["error"]["code"] == "RECONCILE_REQUIRED" and again["mayHaveCompleted"] is False
+        assert world.peer is not None and world.peer.handshake[:2] == ["initialize", "session/resume"]
+        snapshot = await ok(world, "tab.snapshot", {"tabId": tab})
+        assert "Slow effect count: 1" in snapshot["text"]  # the effect landed exactly once
+        await ok(world, "tab.navigate", elsewhere)  # observed: acting is allowed again
+        world.notes["drop_tab"] = tab
+
+    world.run(body())
+    tab = world.notes["drop_tab"]
+    cancelled = world.wait_audit(lambda a: a["tabId"] == tab and a["code"] == "CANCELLED")
+    assert cancelled["outcome"] == "unknown" and cancelled["mayHaveCompleted"] is True
+    assert cancelled["method"] == "tab.click" and cancelled["dispatches"] == 1 and cancelled["authorized"] is True
+    reconcile = world.wait_audit(lambda a: a["tabId"] == tab and a["code"] == "RECONCILE_REQUIRED")
+    assert reconcile["authorized"] is None and reconcile["outcome"] == "refused"
+    assert world.process.wait_for_line("call(s) in flight abandoned")
+
+
+def test_permission_requests_are_approved(world: World) -> None:
+    async def body() -> None:
+        peer, _ = await attach(world)
+        answer = await peer.request("session/request_permission", {
+            "sessionId": peer.session,
+            "toolCall": {"toolCallId": "call-1"},
+            "options": [
+                {"optionId": "no", "name": "Reject", "kind": "reject_once"},
+                {"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+            ],
+        })
+        assert answer["result"] == {"outcome": {"outcome": "selected", "optionId": "yes"}}
+        unknown = await peer.request("terminal/create", {"command": "true"})
+        assert unknown["error"]["code"] == -32601
+
+    world.run(body())
+
+
+def test_reattaches_after_the_broker_restarts(world: World) -> None:
+    async def restart() -> None:
+        old = world.broker
+        port = old.port
+        await old.stop()
+        await asyncio.sleep(1.5)  # the host retries against a closed port meanwhile
+        fresh = Broker(world.token, port)
+        await fresh.start()
+        world.broker, world.peer = fresh, None
+        peer = await fresh.attached(timeout=60)
+        # The restarted broker forgot the session: the host declares itself on a new one.
+        assert peer.handshake[:3] == ["initialize", "session/resume", "session/new"]
+        assert peer.declared[0]["id"] == old.sessions[next(iter(old.sessions))][0]["id"]
+        tabs = await ok(world, "tabs.list", {})
+        assert tabs["tabs"]
+
+    world.run(restart())
+
+
+def test_audit_never_holds_typed_text_or_tokens(world: World) -> None:
+    text = world.audit.read_text(encoding="utf-8")
+    lines = world.audit_lines()
+    assert lines and TYPED not in text and world.token not in text and world.host.token not in text
+    assert oct(world.audit.stat().st_mode & 0o777) == "0o600"
+    output = "\n".join(world.process.lines)
+    assert world.token not in output and TYPED not in output
+    # Every line has the documented fields, and only canonical transactions are recorded.
+    keys = {"time", "client", "transport", "connection", "transaction", "method", "extension", "tabId", "lane",
+            "outcome", "code", "mayHaveCompleted", "mutates", "authorized", "dispatches", "durationMs",
+            "paramsSha256"}
+    assert all(set(line) == keys for line in lines)
+    assert all(line["method"] not in ("initialize", "tools/list") for line in lines)
+    assert any(line["transport"] == "http" and line["client"] == "local-http-client" for line in lines)
+
+
+def test_bad_connect_settings_are_usage_errors(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "engine")}
+    cli = [sys.executable, "-m", "kelpie_gateway.host.cli", "serve", "--port", "0", "--browser", "none"]
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*cli, *args], capture_output=True, text=True, env=env, timeout=60)
+
+    plain = run("--connect", "ws://broker.example.com/acp")
+    assert plain.returncode == 2 and "only to a loopback broker" in plain.stderr
+    missing = run("--connect", "wss://broker.example.com/acp", "--connect-token-file", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and "--connect-token-file" in missing.stderr
+    alone = run("--no-listen")
+    assert alone.returncode == 2 and "--no-listen needs --connect" in alone.stderr
+    (tmp_path / "blocker").write_text("a file, not a folder", encoding="utf-8")
+    unwritable = run("--audit-log", str(tmp_path / "blocker" / "audit.jsonl"))
+    assert unwritable.returncode == 2 and "--audit-log" in unwritable.stderr
