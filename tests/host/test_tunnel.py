@@ -407,3 +407,58 @@ def test_bad_connect_settings_are_usage_errors(tmp_path: Path) -> None:
     (tmp_path / "blocker").write_text("a file, not a folder", encoding="utf-8")
     unwritable = run("--audit-log", str(tmp_path / "blocker" / "audit.jsonl"))
     assert unwritable.returncode == 2 and "--audit-log" in unwritable.stderr
+
+
+def test_sighup_reopens_the_audit_log_after_rotation(world: World) -> None:
+    import signal
+    import time
+
+    rotated = world.audit.with_name("audit.jsonl.rotated")
+    os.rename(world.audit, rotated)
+    world.process._proc.send_signal(signal.SIGHUP)  # type: ignore[union-attr]  # logrotate's postrotate
+    deadline = time.monotonic() + 10
+    while not world.audit.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert world.audit.exists() and world.audit.stat().st_size == 0  # reopened (created), still alive
+    world.host.call("tabs.list", {})
+    assert [line["method"] for line in world.audit_lines()] == ["tabs.list"]
+    assert world.process._proc.poll() is None  # type: ignore[union-attr]
+
+
+def test_tunnel_only_host_and_a_refused_bearer(tmp_path: Path) -> None:
+    """``--no-listen``: no HTTP routes, the tunnel is the only way in; a broker that refuses the bearer is
+    retried with backoff and the token never appears in the output."""
+    token = secrets.token_urlsafe(32)
+    brokers = BrokerThread()
+    broker = Broker("a-different-token")
+    brokers.run(broker.start())
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "engine"), "KELPIE_GATEWAY_CONNECT_TOKEN": token,
+           "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "kelpie_gateway.host.cli", "serve", "--browser", "none", "--no-listen",
+           "--connect", broker.url, "--connect-backoff-max", "0.5"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith(f"connecting {broker.url} (no local listener")
+        output = [first]
+        while broker.refused_handshakes < 2:  # retried after the 401
+            output.append(proc.stdout.readline())
+        broker.token = token  # the broker now accepts it: the next attempt attaches
+
+        async def body() -> None:
+            peer = await broker.attached(timeout=60)
+            connection = (await peer.request("mcp/connect", {"acpId": peer.declared[0]["id"]}))["result"]
+            listed = await peer.request("mcp/message", {"connectionId": connection["connectionId"],
+                                                        "method": "tools/list", "params": {}})
+            assert "kelpie_browser_control" in {tool["name"] for tool in listed["result"]["tools"]}
+
+        brokers.run(body())
+        assert not any(line.startswith("listening ") for line in output)
+        assert any("the broker refused the bearer (HTTP 401)" in line for line in output)
+    finally:
+        proc.terminate()
+        rest, _ = proc.communicate(timeout=30)
+        brokers.run(broker.stop())
+        brokers.close()
+    assert token not in "".join(output) + rest
