@@ -262,7 +262,9 @@ class Tunnel:
     async def run(self) -> None:
         """Connect, serve, and reconnect with backoff until :meth:`stop`."""
         attempt = 0
-        async with aiohttp.ClientSession(trust_env=False) as http:
+        # The timeout bounds the opening handshake only; an upgraded socket lives on (heartbeat-checked).
+        timeout = aiohttp.ClientTimeout(total=HANDSHAKE_TIMEOUT_S)
+        async with aiohttp.ClientSession(trust_env=False, timeout=timeout) as http:
             while not self._stopping.is_set():
                 was_attached = False
                 try:
