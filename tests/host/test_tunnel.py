@@ -286,15 +286,16 @@ def test_a_response_over_8_mib_is_refused_before_sending(world: World) -> None:
         peer, _ = await attach(world)
         before = len(peer.received)
         refused = await bc(world, "tab.screenshot", slow)
-        assert refused["error"]["code"] == "RESPONSE_TOO_LARGE" and refused["mayHaveCompleted"] is False
+        assert refused["error"]["code"] == "RESPONSE_TOO_LARGE" and refused["mayHaveCompleted"] is False, refused
         frame = json.dumps(peer.received[before])
         assert len(frame.encode()) < MiB and not peer.closed.is_set()
         # A screenshot that fits travels as one image block.
         small = await open_tab(world, "click.html")
         answer = await mcp(world, "tools/call", {"name": "kelpie_browser_control", "arguments": {
-            "method": "tab.screenshot", "params": {"tabId": small}}})
+            "method": "tab.screenshot", "params": {"tabId": small, "timeoutMs": 30000}}})
         images = [block for block in answer["result"]["content"] if block["type"] == "image"]
-        assert len(images) == 1 and answer["result"]["structuredContent"]["success"] is True
+        assert answer["result"]["structuredContent"]["success"] is True, answer["result"]["structuredContent"]
+        assert len(images) == 1
         await ok(world, "tabs.close", {"tabId": tab})
 
     world.run(body())

@@ -179,13 +179,12 @@ async def serve(opts: ServeOptions) -> int:
     if audit is not None:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signal.SIGHUP, audit.reopen)
-    tunnel_task = asyncio.ensure_future(tunnel.run()) if tunnel is not None else None
+    if tunnel is not None:
+        tunnel.start()
     await stop.wait()
     log("shutting down")
-    if tunnel is not None and tunnel_task is not None:
-        await tunnel.stop()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(tunnel_task, 5.0)
+    if tunnel is not None:
+        await tunnel.close()
     await driver.drain(2.0)
     for runner in reversed(runners):
         with contextlib.suppress(Exception):

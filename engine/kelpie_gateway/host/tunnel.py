@@ -244,6 +244,7 @@ class Tunnel:
         self._connections: dict[str, set[Abandon]] = {}
         self._connection_counter = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._runner: asyncio.Future[None] | None = None
         self.attached = asyncio.Event()
         """Set while a session is established on a live socket (for status and tests)."""
 
@@ -290,6 +291,17 @@ class Tunnel:
         if ws is not None:
             with contextlib.suppress(Exception):
                 await ws.close()
+
+    def start(self) -> None:
+        """Run :meth:`run` as a task of the running loop (what ``serve`` and ``mcp`` call at start-up)."""
+        self._runner = asyncio.ensure_future(self.run())
+
+    async def close(self, timeout_s: float = 5.0) -> None:
+        """:meth:`stop`, then wait (bounded) for :meth:`run` to end. Never raises."""
+        await self.stop()
+        if self._runner is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(self._runner, timeout_s)
 
     async def _connect_once(self, http: aiohttp.ClientSession) -> bool:
         """One socket's life; returns whether a session was established on it."""
