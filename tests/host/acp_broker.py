@@ -77,6 +77,8 @@ class Broker:
         self.sessions: dict[str, list[Any]] = {}
         self.peers: list[Peer] = []
         self.refused_handshakes = 0
+        self.drop_initialize = 0
+        """Close the socket instead of answering the next N ``initialize`` requests."""
         self.new_peer = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._counter = 0
@@ -131,6 +133,11 @@ class Broker:
                     continue
                 message = json.loads(frame.data)
                 peer.received.append(message)
+                if message.get("method") == "initialize" and self.drop_initialize > 0:
+                    self.drop_initialize -= 1
+                    peer.handshake.append("initialize")
+                    await ws.close(code=1011, message=b"not now")
+                    break
                 if "method" in message and "id" in message:
                     await ws.send_str(json.dumps(self._answer(peer, message)))
                     self.new_peer.set()

@@ -349,13 +349,17 @@ class Tunnel:
             for call in calls:
                 call.abandon()
         self._connections.clear()
+        self._fail_waiting()
+        code = ws.close_code
+        more = f"; {inflight} call(s) in flight abandoned" if inflight else ""
+        self.log(f"tunnel {shown(self.url)}: closed (code {code}){more}")
+
+    def _fail_waiting(self) -> None:
+        """Our outstanding requests can no longer be answered (the socket closed)."""
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(_Closed("the tunnel closed"))
         self._waiting.clear()
-        code = ws.close_code
-        more = f"; {inflight} call(s) in flight abandoned" if inflight else ""
-        self.log(f"tunnel {shown(self.url)}: closed (code {code}){more}")
 
     # ------------------------------------------------------------------ handshake
     def _declaration(self) -> list[JsonObject]:
@@ -438,7 +442,14 @@ class Tunnel:
             await ws.send_str(data.decode("utf-8"))
 
     async def _read(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        """Read frames until the socket closes; enforce the frame caps before parsing."""
+        """Read frames until the socket closes; enforce the frame caps before parsing. When it ends, a
+        handshake request still waiting fails at once (not after its timeout)."""
+        try:
+            await self._frames(ws)
+        finally:
+            self._fail_waiting()
+
+    async def _frames(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         async for frame in ws:
             if frame.type == aiohttp.WSMsgType.TEXT:
                 text: str = frame.data
