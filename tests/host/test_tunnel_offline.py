@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from acp_broker import Broker, BrokerThread
 from kelpie_gateway import Gateway
-from kelpie_gateway.host.driver import Driver
+from kelpie_gateway.host.driver import Abandon, Driver
 from kelpie_gateway.host.tunnel import Tunnel, TunnelOptions
 
 pytestmark = pytest.mark.timeout(120)
@@ -130,5 +130,33 @@ def test_mcp_disconnect_abandons_the_call_in_flight() -> None:
         finally:
             await tunnel.close()
             await broker.stop()
+
+    run(body())
+
+
+def test_a_call_abandoned_before_its_step_ran_never_reaches_the_renderer() -> None:
+    class Counting(HeldRenderer):
+        calls = 0
+
+        async def call(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+            Counting.calls += 1
+            return await super().call(method, params)
+
+    async def body() -> None:
+        for authorize in (True, False):  # first step: authorize, or the dispatch itself
+            gateway = Gateway({"nativeMethods": ["get-tabs"], "requireAuthorization": authorize})
+            driver = Driver(gateway, Counting(), [].append)  # type: ignore[arg-type]
+            gone = Abandon()
+            gone.abandon()
+            message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "kelpie_browser_control", "arguments": {"method": "tabs.list", "params": {}}}}
+            step = await driver.mcp(message, abandon=gone)
+            envelope = step["response"]["result"]["structuredContent"]
+            assert envelope["error"]["code"] == "CANCELLED" and envelope["mayHaveCompleted"] is False
+            assert Counting.calls == 0
+            # Nothing holds the lane afterwards: the next call runs at once.
+            listed = await driver.canonical({"version": 1, "id": 3, "method": "tabs.list", "params": {}})
+            assert listed["response"]["success"] is True and Counting.calls == 1
+            Counting.calls = 0
 
     run(body())

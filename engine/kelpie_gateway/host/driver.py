@@ -197,7 +197,12 @@ class Driver:
                 self._log_complete(step, target, started)
                 return step
             if kind in ("authorize", "dispatch") and abandon is not None and abandon.abandoned:
-                step = self.gateway.cancel({"transaction": step["transaction"], "reason": "cancelled"})
+                # Given up before this step ran: cancel it. A dispatch that was never started has no late
+                # reply to wait for, so it is retired at once (its outcome still counts as unknown).
+                transaction = step["transaction"]
+                step = self.gateway.cancel({"transaction": transaction, "reason": "cancelled"})
+                if kind == "dispatch":
+                    self.gateway.advance({"transaction": transaction, "retire": "renderer-closed"})
                 continue
             if kind == "authorize":
                 target = step.get("target") or target
