@@ -12,7 +12,12 @@
  *     step = advance(gw, {"transaction","seq","result":{"success":true}})
  *                                          -> {"step":"dispatch",...}    host calls the native endpoint ONCE
  *     step = advance(gw, {"transaction","seq","result":<endpoint result>})
- *                                          -> {"step":"complete","response":<envelope>,...}
+ *                                          -> {"step":"complete","response":<envelope>,"audit":{...}}
+ *
+ * AUDIT. Every complete step carries "audit": method, extension, lane, tabId, outcome, code,
+ * mayHaveCompleted, mutates, authorized (null when no authorize step was issued), dispatches, elapsedMs
+ * and paramsSha256 (hex SHA-256 of the canonical params; the params themselves never appear). A host
+ * that keeps an audit trail writes it with its own wall-clock time and caller (docs/engine.md).
  *
  * STRINGS. Every input is UTF-8, NUL-terminated JSON text (or NULL where a parameter says so). The
  * library reads inputs only during the call and never keeps a pointer to them. Every `char *` the
