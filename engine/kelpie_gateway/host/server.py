@@ -17,7 +17,7 @@ Status rules, in the order they are checked:
    (DNS rebinding), on every route.
 2. Missing or unknown ``Authorization: Bearer`` -> 401 (every route but ``POST /v1/pair``).
 3. Any ``Origin`` header, including ``null`` -> 403 (on every route; browsers' pages never talk to the host).
-4. ``/mcp`` only: an explicit ``MCP-Protocol-Version`` other than 2025-06-18 / 2025-11-25 -> 400.
+4. ``/mcp`` only: an explicit ``MCP-Protocol-Version`` the engine does not speak (``MCP_VERSIONS``) -> 400.
 5. ``Content-Type`` not ``application/json`` -> 415.
 6. Body over 4 MiB (``Content-Length`` or counted while streaming) -> 413, not read past the cap.
 7. Malformed JSON -> 400 (canonical: the ``INVALID_JSON`` envelope; ``/mcp``: JSON-RPC -32700).
@@ -42,6 +42,7 @@ from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 from aiohttp.web_server import Server
 
+from kelpie_gateway import MCP_PROTOCOL_VERSIONS
 from kelpie_gateway.host.auth import Pairing, TokenStore
 from kelpie_gateway.host.driver import Driver
 
@@ -51,7 +52,8 @@ MAX_BODY = 4 * 1024 * 1024
 BODY_READ_TIMEOUT_S = float(os.environ.get("KELPIE_GATEWAY_BODY_TIMEOUT_S", "30"))
 """A request body must arrive within this many seconds (408 otherwise): a stalled or broken body never
 holds a connection and its handler forever."""
-MCP_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})
+MCP_VERSIONS = frozenset(MCP_PROTOCOL_VERSIONS)
+"""``MCP-Protocol-Version`` values admitted on ``/mcp``: exactly the revisions the engine speaks."""
 LOOPBACK_BINDS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
