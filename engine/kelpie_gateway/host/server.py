@@ -155,6 +155,24 @@ def _http_status(response: Any) -> int:
     return 200
 
 
+PAIR_AGAIN = (
+    "pair again: `kelpie-gateway pair request` (or POST /v1/pair), then send Authorization: Bearer <token>"
+)
+
+
+def unauthorized_message(verdict: str) -> str:
+    """The 401 message for a bearer verdict of :meth:`TokenStore.check` (``missing``, ``unknown`` or
+    ``revoked``): why the bearer was refused, then how to pair again. Never echoes the token."""
+    if verdict == "revoked":
+        return f"this bearer token was revoked: {PAIR_AGAIN}"
+    if verdict == "unknown":
+        return (
+            "this bearer token is unknown to this host (never issued by it, or its pairing file was reset): "
+            + PAIR_AGAIN
+        )
+    return "a paired bearer token is required: pair with `kelpie-gateway pair request` (or POST /v1/pair)"
+
+
 def _rpc_refusal(_code: str, message: str) -> JsonObject:
     """A transport refusal on ``/mcp``: JSON-RPC -32600."""
     return _rpc_error(-32600, message)
@@ -227,14 +245,13 @@ class HostServer:
 
     def _check_bearer(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> str:
         token = self._bearer(request)
-        if token is None or self.tokens.lookup(token) is None:
-            raise _Refused(
-                _json(
-                    401,
-                    err("NOT_AUTHORIZED", "a paired bearer token is required (POST /v1/pair)"),
-                    {"WWW-Authenticate": 'Bearer realm="kelpie-gateway"'},
-                )
-            )
+        verdict, _entry = self.tokens.check(token)
+        if token is None or verdict != "valid":
+            message = unauthorized_message(verdict)
+            challenge = 'Bearer realm="kelpie-gateway"'
+            if verdict != "missing":
+                challenge += f', error="invalid_token", error_description="{message.split(":")[0]}"'
+            raise _Refused(_json(401, err("NOT_AUTHORIZED", message), {"WWW-Authenticate": challenge}))
         return token
 
     def _admit(
