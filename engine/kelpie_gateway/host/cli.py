@@ -3,12 +3,16 @@
 Commands (exit status 0 = success):
 
 * ``serve``  run the host (browser + gateway + loopback HTTP); see ``serve --help``.
+* ``mcp``    MCP over stdio for MCP clients that launch servers (browser + gateway, no pairing: the
+  parent owns the pipe); exits when stdin closes. Same site, browser and config flags as ``serve``.
 * ``call METHOD --params JSON``  forward one canonical request to a running host. Exit 0 success,
   1 refused (nothing happened), 3 unknown outcome (``mayHaveCompleted:true``: observe before acting),
   2 usage or transport error (no host, HTTP 401, …).
 * ``pair request`` ask a running host for a token (the operator approves the printed code); the token is
   written to a 0600 file and never printed. ``pair approve CODE`` / ``pair deny CODE`` / ``pair pending``
-  talk to the host's admin Unix socket. ``pair revoke`` revokes the saved token.
+  talk to the host's admin Unix socket. ``pair revoke`` revokes the saved token. ``pair list`` shows the
+  client names and creation times saved in the host's pairing file (never tokens).
+* ``--version`` (also ``serve --version``, ``mcp --version``): the package, contract and MCP revisions.
 * ``demo``  the main job: a host on the built-in fixture site and an MCP SDK journey, step by step.
 """
 
@@ -24,6 +28,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -166,6 +171,8 @@ def _sockets(args: argparse.Namespace) -> list[Path]:
 def cmd_pair(args: argparse.Namespace) -> int:
     if args.action == "request":
         return _pair_request(args)
+    if args.action == "list":
+        return _pair_list(args)
     if args.action == "revoke":
         token = _token(args)
         if not token:
@@ -212,6 +219,33 @@ def cmd_pair(args: argparse.Namespace) -> int:
     return 1
 
 
+def _pair_list(args: argparse.Namespace) -> int:
+    """Client names and creation times from the pairing file (never tokens; no host needs to run)."""
+    from kelpie_gateway.host.auth import PairingFileError, TokenStore, default_pairings_file
+
+    path = Path(args.pairings) if args.pairings else default_pairings_file()
+    if not path.exists():
+        print(f"no pairings ({path} does not exist)")
+        return 0
+    try:
+        store = TokenStore(path)
+    except (PairingFileError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    stamp = "%Y-%m-%d %H:%M:%S UTC"
+    active = store.pairings()
+    print(f"{len(active)} paired client(s) in {path}:")
+    for entry in active:
+        print(f"  {entry.client!r:40} paired {time.strftime(stamp, time.gmtime(entry.created))}")
+    revoked = store.revoked()
+    if revoked:
+        print(f"{len(revoked)} revoked token(s) remembered (still refused); the latest:")
+        for entry in revoked[-5:]:
+            when = time.strftime(stamp, time.gmtime(entry.revoked or 0))
+            print(f"  {entry.client!r:40} revoked {when}")
+    return 0
+
+
 def _pair_request(args: argparse.Namespace) -> int:
     print(
         "asking the host to pair; approve the code it prints with `kelpie-gateway pair approve CODE`",
@@ -244,25 +278,78 @@ def _pair_request(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------- serve / demo
-def cmd_serve(args: argparse.Namespace) -> int:
-    from kelpie_gateway.host.app import ServeOptions, serve
+# ---------------------------------------------------------------------- serve / mcp / demo
+def version_text() -> str:
+    """``kelpie-gateway X.Y.Z (contract v1 revision 1.1; MCP …)``: what ``--version`` prints."""
+    from kelpie_gateway import __version__
+    from kelpie_gateway.mcp import PROTOCOL_VERSIONS
 
+    return f"kelpie-gateway {__version__} (contract v1 revision 1.1; MCP {', '.join(PROTOCOL_VERSIONS)})"
+
+
+class _Version(argparse.Action):
+    """``--version``: prints :func:`version_text` on one line (argparse's own action re-wraps it)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
+def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "site": Path(args.site) if args.site else None,
+        "browser": args.browser,
+        "browser_executable": args.browser_executable,
+        "headed": args.headed,
+        "user_data_dir": args.user_data_dir,
+        "cdp_endpoint": args.cdp_endpoint,
+        "config_file": Path(args.config) if args.config else None,
+        "via_abi": args.via_abi,
+        "abi_library": args.abi_library,
+    }
+
+
+def _host_missing(exc: ImportError) -> int:
+    print(
+        f"error: the reference host needs its extra dependencies ({exc.name or exc}): "
+        "pip install 'kelpie-browser-gateway[host]'",
+        file=sys.stderr,
+    )
+    return 2
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from kelpie_gateway.host.app import ServeOptions, serve
+    except ImportError as exc:
+        return _host_missing(exc)
+    from kelpie_gateway.host.auth import default_pairings_file
+
+    pairings = None if args.pairings == "memory" else Path(args.pairings or default_pairings_file())
     opts = ServeOptions(
         port=args.port,
         bind=args.bind,
-        site=Path(args.site) if args.site else None,
-        browser=args.browser,
-        browser_executable=args.browser_executable,
-        via_abi=args.via_abi,
-        abi_library=args.abi_library,
         approve_pairing=args.approve_pairing,
         pairing_timeout_s=args.pairing_timeout,
+        pairings_file=pairings,
+        **_browser_options(args),
     )
     try:
         return asyncio.run(serve(opts))
     except KeyboardInterrupt:
         return 130
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from kelpie_gateway.host.app import BrowserOptions
+        from kelpie_gateway.host.stdio import main_stdio
+    except ImportError as exc:
+        return _host_missing(exc)
+    return main_stdio(BrowserOptions(**_browser_options(args)))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -271,10 +358,45 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(via_abi=args.via_abi, browser_executable=args.browser_executable)
 
 
+def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
+    """The site, browser and gateway flags ``serve`` and ``mcp`` share."""
+    cmd.add_argument("--version", action=_Version)
+    cmd.add_argument("--site", help="folder of pages to serve and open (default: the built-in fixture site)")
+    cmd.add_argument(
+        "--browser",
+        choices=["chromium", "none"],
+        default="chromium",
+        help="chromium (default) or none: the no-renderer fallback (browserAvailable:false)",
+    )
+    cmd.add_argument("--browser-executable", help="Chromium binary (default /usr/bin/chromium if present)")
+    cmd.add_argument(
+        "--headed", action="store_true", help="show the browser window (needs a display: DISPLAY)"
+    )
+    cmd.add_argument(
+        "--user-data-dir",
+        metavar="DIR",
+        help="persistent Chromium profile (cookies, storage; default: an isolated temporary profile)",
+    )
+    cmd.add_argument(
+        "--cdp-endpoint",
+        metavar="URL",
+        help="attach to a Chromium already started with --remote-debugging-port on loopback "
+        "(e.g. http://127.0.0.1:9222); it is never closed by this host",
+    )
+    cmd.add_argument(
+        "--config",
+        metavar="FILE",
+        help='gateway settings as JSON (CONTRACT.md §2), e.g. {"allowActions": false} for a read-only session',
+    )
+    cmd.add_argument("--via-abi", action="store_true", help="drive every transaction through the C library")
+    cmd.add_argument("--abi-library", help="path of libkelpie_browser_gateway.so (default: build/abi/lib)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kelpie-gateway", description="Kelpie browser gateway: reference Linux host"
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the host: headless Chromium + gateway + loopback HTTP")
@@ -284,18 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--bind", default="127.0.0.1", help="loopback address to bind (non-loopback is refused)"
     )
-    serve.add_argument(
-        "--site", help="folder of pages to serve and open (default: the built-in fixture site)"
-    )
-    serve.add_argument(
-        "--browser",
-        choices=["chromium", "none"],
-        default="chromium",
-        help="chromium (default) or none: the no-renderer fallback (browserAvailable:false)",
-    )
-    serve.add_argument("--browser-executable", help="Chromium binary (default /usr/bin/chromium if present)")
-    serve.add_argument("--via-abi", action="store_true", help="drive every transaction through the C library")
-    serve.add_argument("--abi-library", help="path of libkelpie_browser_gateway.so (default: build/abi/lib)")
+    _add_browser_flags(serve)
     serve.add_argument(
         "--approve-pairing",
         choices=["manual", "auto"],
@@ -305,7 +416,22 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--pairing-timeout", type=float, default=120.0, help="seconds a pairing request waits (default 120)"
     )
+    serve.add_argument(
+        "--pairings",
+        metavar="FILE",
+        help="pairing file (token digests, 0600; default $KELPIE_GATEWAY_PAIRINGS or "
+        "$XDG_STATE_HOME/kelpie-gateway/pairings.json); 'memory' = forget pairings on exit",
+    )
     serve.set_defaults(func=cmd_serve)
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="MCP over stdio (for MCP clients that launch servers): browser + gateway, no pairing",
+        description="MCP over stdio: newline-delimited JSON-RPC on stdin/stdout, logs on stderr; exits when "
+        "stdin closes. No pairing: the client that launched the process owns it.",
+    )
+    _add_browser_flags(mcp)
+    mcp.set_defaults(func=cmd_mcp)
 
     call = sub.add_parser(
         "call",
@@ -326,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     call.set_defaults(func=cmd_call)
 
     pair = sub.add_parser("pair", help="pairing: request a token, approve/deny codes, revoke")
-    pair.add_argument("action", choices=["request", "approve", "deny", "pending", "revoke"])
+    pair.add_argument("action", choices=["request", "approve", "deny", "pending", "revoke", "list"])
     pair.add_argument("code", nargs="?", help="the code the host printed (approve/deny)")
     pair.add_argument(
         "--url", help=f"host URL (request/revoke; default $KELPIE_GATEWAY_URL or {DEFAULT_URL})"
@@ -335,6 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     pair.add_argument("--token", help=argparse.SUPPRESS)
     pair.add_argument("--token-file", help="where the token is saved/read")
     pair.add_argument("--socket", help="admin socket of the host (default: every running host's)")
+    pair.add_argument("--pairings", metavar="FILE", help="the host's pairing file (list; default as serve)")
     pair.set_defaults(func=cmd_pair)
 
     demo = sub.add_parser("demo", help="the host on the fixture site + an MCP SDK journey, step by step")
