@@ -73,7 +73,9 @@ class StdioHost:
         try:
             return self.messages.get(timeout=timeout)
         except queue.Empty:
-            raise AssertionError(f"no message within {timeout} s; log:\n" + "\n".join(self.log[-30:])) from None
+            raise AssertionError(
+                f"no message within {timeout} s; log:\n" + "\n".join(self.log[-30:])
+            ) from None
 
     def request(self, rid: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
@@ -97,7 +99,9 @@ class StdioHost:
         """``tools/call kelpie_browser_control``; returns the envelope (retrying only safe retryables)."""
         for _ in range(6):
             answer = self.request(
-                rid, "tools/call", {"name": "kelpie_browser_control", "arguments": {"method": method, "params": params}}
+                rid,
+                "tools/call",
+                {"name": "kelpie_browser_control", "arguments": {"method": method, "params": params}},
             )
             envelope: dict[str, Any] = answer["result"]["structuredContent"]
             error = envelope.get("error") or {}

@@ -31,7 +31,9 @@ def test_python_sdk_stdio_journey() -> None:
 
             async def control(method: str, params: dict[str, object]) -> dict[str, object]:
                 for _ in range(6):
-                    result = await client.call_tool("kelpie_browser_control", {"method": method, "params": params})
+                    result = await client.call_tool(
+                        "kelpie_browser_control", {"method": method, "params": params}
+                    )
                     envelope = result.structured_content
                     assert isinstance(envelope, dict), result
                     error = envelope.get("error") or {}
@@ -44,7 +46,9 @@ def test_python_sdk_stdio_journey() -> None:
             tabs = (await control("tabs.list", {}))["tabs"]
             tab = next(t for t in tabs if t["active"])  # type: ignore[union-attr]
             snapshot = await control("tab.snapshot", {"tabId": tab["tabId"]})
-            button = next(e for e in snapshot["elements"] if e["tag"] == "button" and "Increment" in e["label"])  # type: ignore[union-attr]
+            button = next(
+                e for e in snapshot["elements"] if e["tag"] == "button" and "Increment" in e["label"]
+            )  # type: ignore[union-attr]
             await control("tab.click", {"tabId": tab["tabId"], "ref": button["ref"]})
             after = await control("tab.snapshot", {"tabId": tab["tabId"]})
             shot = await client.call_tool(
@@ -55,7 +59,9 @@ def test_python_sdk_stdio_journey() -> None:
                 "tools": tools,
                 "title": tab["title"],
                 "text": after["text"],
-                "images": [(b.type, getattr(b, "mime_type", None)) for b in shot.content if b.type == "image"],
+                "images": [
+                    (b.type, getattr(b, "mime_type", None)) for b in shot.content if b.type == "image"
+                ],
             }
 
     seen = asyncio.run(journey())
@@ -69,7 +75,9 @@ def test_python_sdk_stdio_journey() -> None:
 def test_typescript_sdk_stdio_journey() -> None:
     node = shutil.which("node")
     assert node, "node is required (tools/build.d/40-node.sh installs it)"
-    assert (ROOT / "tools/node/node_modules/@modelcontextprotocol/sdk").is_dir(), "run tools/dev setup (npm ci)"
+    assert (ROOT / "tools/node/node_modules/@modelcontextprotocol/sdk").is_dir(), (
+        "run tools/dev setup (npm ci)"
+    )
     done = subprocess.run(
         [node, str(ROOT / "tools/node/mcp-stdio-journey.mjs"), str(KELPIE), "mcp"],
         capture_output=True,
@@ -78,7 +86,14 @@ def test_typescript_sdk_stdio_journey() -> None:
         cwd=ROOT / "tools/node",
     )
     steps = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert [s["step"] for s in steps] == ["initialize", "tools/list", "tabs.list", "snapshot+click", "screenshot", "close"], (
+    assert [s["step"] for s in steps] == [
+        "initialize",
+        "tools/list",
+        "tabs.list",
+        "snapshot+click",
+        "screenshot",
+        "close",
+    ], (
         done.stdout,
         done.stderr[-2000:],
     )
@@ -98,7 +113,9 @@ def test_raw_client_2025_03_26_line_rules_and_exit_on_stdin_close() -> None:
         assert batch["error"]["code"] == -32600 and batch["id"] is None
 
         # A line over the 4 MiB cap is refused without being parsed, and the next line still works.
-        host.send_raw(b'{"jsonrpc":"2.0","id":6,"method":"ping","params":{"pad":"' + b"x" * (4 * 1024 * 1024) + b'"}}\n')
+        host.send_raw(
+            b'{"jsonrpc":"2.0","id":6,"method":"ping","params":{"pad":"' + b"x" * (4 * 1024 * 1024) + b'"}}\n'
+        )
         too_large = host.recv()
         assert too_large["error"]["code"] == -32600 and too_large["id"] is None
         assert host.request(7, "ping")["result"] == {}
@@ -120,7 +137,9 @@ def test_config_file_makes_a_read_only_session(tmp_path: Path) -> None:
     with StdioHost(["--config", str(config)]) as host:
         host.initialize()
         tools = host.request(2, "tools/list")["result"]["tools"]
-        methods = next(t for t in tools if t["name"] == "kelpie_browser_control")["inputSchema"]["properties"]["method"]["enum"]
+        methods = next(t for t in tools if t["name"] == "kelpie_browser_control")["inputSchema"][
+            "properties"
+        ]["method"]["enum"]
         assert "tab.snapshot" in methods and "tab.click" not in methods and "tab.navigate" not in methods
         tab = host.control(3, "tabs.list", {})["result"]["tabs"][0]["tabId"]
         refused = host.control(4, "tab.navigate", {"tabId": tab, "url": "about:blank"})
@@ -138,7 +157,9 @@ def test_config_file_makes_a_read_only_session(tmp_path: Path) -> None:
         ({"allowActions": "no"}, "/allowActions"),
     ],
 )
-def test_a_config_file_the_host_cannot_honour_is_refused_at_start(tmp_path: Path, config: dict[str, object], says: str) -> None:
+def test_a_config_file_the_host_cannot_honour_is_refused_at_start(
+    tmp_path: Path, config: dict[str, object], says: str
+) -> None:
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(config))
     done = subprocess.run(
