@@ -23,11 +23,14 @@ KELPIE = VENV_BIN / "kelpie-gateway"
 
 
 class StdioHost:
-    """``kelpie-gateway mcp ARGS`` with pipes; use as a context manager (kills the child on exit)."""
+    """``[PREFIX…] kelpie-gateway mcp ARGS`` with pipes (``prefix`` e.g. ``xvfb-run -a``); use as a context
+    manager (terminates the child on exit)."""
 
-    def __init__(self, args: Sequence[str] = (), *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, args: Sequence[str] = (), *, env: dict[str, str] | None = None, prefix: Sequence[str] = ()
+    ) -> None:
         self.proc = subprocess.Popen(
-            [str(KELPIE), "mcp", *args],
+            [*prefix, str(KELPIE), "mcp", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
