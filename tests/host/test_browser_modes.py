@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from kelpie_gateway.host.browser import CHROMIUM_FLAGS
+from kelpie_gateway.host.launch import terminate
 from stdio_testlib import KELPIE, StdioHost
 
 pytestmark = pytest.mark.timeout(240)
@@ -66,12 +67,7 @@ def running_chromium(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[byt
     try:
         yield f"http://127.0.0.1:{port}", proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        terminate(proc)
 
 
 def test_cdp_endpoint_attaches_to_a_running_chromium_and_never_closes_it(
