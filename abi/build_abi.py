@@ -37,7 +37,12 @@ from pathlib import Path
 import cffi
 
 HERE = Path(__file__).resolve().parent
+# Run from a checkout (abi/ beside engine/) or from an installed package (kelpie_gateway/abi/, which
+# `kelpie-gateway build-abi` runs): the engine, the stamps and the default prefix follow.
+CHECKOUT = (HERE.parent / "engine" / "kelpie_gateway" / "__init__.py").is_file()
 ROOT = HERE.parent
+ENGINE = ROOT / "engine" / "kelpie_gateway" if CHECKOUT else HERE.parent
+DIST = "kelpie-browser-gateway"
 MODULE = "_kelpie_gateway_abi"
 LIBNAME = "kelpie_browser_gateway"
 EXPORTS = (
@@ -54,7 +59,7 @@ EXPORTS = (
 )
 
 BUNDLE_SUBDIR = "kelpie-browser-gateway/python"
-STAMPS = ROOT / "build" / ".stamps"
+STAMPS: Path | None = ROOT / "build" / ".stamps" if CHECKOUT else None  # installed: always rebuild
 
 CDEF = """
 const char *_kg_bundle_dir(void);
@@ -75,7 +80,7 @@ def c_string(text: str) -> str:
 
 def project_version() -> str:
     """``kelpie_gateway.__version__`` (the one place the version is written)."""
-    text = (ROOT / "engine" / "kelpie_gateway" / "__init__.py").read_text()
+    text = (ENGINE / "__init__.py").read_text()
     match = re.search(r'^__version__\s*=\s*"([^"]+)"', text, re.M)
     return match.group(1) if match else "0.0.0"
 
@@ -101,21 +106,23 @@ def _requirement_closure(roots: list[str]) -> list[importlib.metadata.Distributi
 
 
 def _engine_requirements() -> list[str]:
-    """The core ``dependencies`` of pyproject.toml (what embedding needs; extras are the host's)."""
-    import tomllib
+    """The core dependencies (what embedding needs; extras are the host's): pyproject.toml's in a checkout,
+    else the installed distribution's (requirements of extras carry an ``extra ==`` marker and drop out)."""
+    if CHECKOUT:
+        import tomllib
 
-    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    return list(data["project"]["dependencies"])
+        data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+        return list(data["project"]["dependencies"])
+    return list(importlib.metadata.requires(DIST) or [])
 
 
 def _engine_files() -> list[Path]:
-    engine = ROOT / "engine" / "kelpie_gateway"
     return sorted(
         f
-        for f in engine.rglob("*")
+        for f in ENGINE.rglob("*")
         if f.is_file()
         and "__pycache__" not in f.parts
-        and f.relative_to(engine).parts[0] != "host"
+        and f.relative_to(ENGINE).parts[0] not in ("host", "abi")  # the engine only
     )
 
 
@@ -124,9 +131,8 @@ def build_bundle(target: Path, dists: list[importlib.metadata.Distribution]) -> 
     tmp = target.with_name(target.name + ".new")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    engine = ROOT / "engine" / "kelpie_gateway"
     for f in _engine_files():
-        dest = tmp / "kelpie_gateway" / f.relative_to(engine)
+        dest = tmp / "kelpie_gateway" / f.relative_to(ENGINE)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(f, dest)
     for dist in dists:
@@ -159,7 +165,10 @@ def _link(path: Path, to: str) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--prefix", default=str(ROOT / "build" / "abi"))
+    if CHECKOUT:
+        ap.add_argument("--prefix", default=str(ROOT / "build" / "abi"))
+    else:
+        ap.add_argument("--prefix", required=True)
     ap.add_argument("--force", action="store_true")
     args = ap.parse_args()
 
@@ -226,7 +235,7 @@ def main() -> int:
         ]
     )
     stamp = hashlib.sha256(stamp_src.encode()).hexdigest()
-    stamp_file = STAMPS / f"abi-{hashlib.sha256(str(prefix).encode()).hexdigest()[:16]}"
+    stamp_file = STAMPS / f"abi-{hashlib.sha256(str(prefix).encode()).hexdigest()[:16]}" if STAMPS else None
     pc_file = libdir / "pkgconfig" / "kelpie-browser-gateway.pc"
     bundle = libdir / BUNDLE_SUBDIR
     if (
@@ -236,6 +245,7 @@ def main() -> int:
         and pc_file.exists()
         and (bundle / "kelpie_gateway" / "__init__.py").exists()
         and (incdir / header.name).exists()
+        and stamp_file is not None
         and stamp_file.exists()
         and stamp_file.read_text() == stamp
     ):
@@ -265,7 +275,7 @@ def main() -> int:
             link_extra = [f"-Wl,-exported_symbols_list,{el}"]
         tmp_target = Path(tmp) / target.name
         # Debug info names no build directory either (relocatable, reproducible).
-        maps = [f"-ffile-prefix-map={tmp}=kelpie-abi", f"-ffile-prefix-map={ROOT}=."]
+        maps = [f"-ffile-prefix-map={tmp}=kelpie-abi", f"-ffile-prefix-map={ROOT}=.", f"-ffile-prefix-map={HERE}=abi"]
         cmd = [cc, *cflags, *maps, str(c_file), "-o", str(tmp_target), *ldflags, *link_extra]
         subprocess.run(cmd, check=True, cwd=tmp)
         # Replace atomically-ish: a running process keeps its mapping of the old file.
@@ -287,8 +297,9 @@ def main() -> int:
     )
     with contextlib.suppress(FileNotFoundError):
         (prefix / ".build-stamp").unlink()  # left by older builds
-    STAMPS.mkdir(parents=True, exist_ok=True)
-    stamp_file.write_text(stamp)
+    if stamp_file is not None:
+        stamp_file.parent.mkdir(parents=True, exist_ok=True)
+        stamp_file.write_text(stamp)
     print(f"build_abi: built {target} (SONAME {soname}) and its bundle ({len(dists)} distributions)")
     return 0
 

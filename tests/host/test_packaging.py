@@ -1,7 +1,8 @@
 """Packaging (issue 14): a fresh virtualenv ``pip install`` of the checkout works outside the checkout.
 
 * the engine-only install (no extras) has the Python API and ``python -m kelpie_gateway --help``, no
-  Playwright, aiohttp or MCP SDK, and ``serve`` says which extra to install;
+  Playwright, aiohttp or MCP SDK, and ``serve`` says which extra to install; ``kelpie-gateway build-abi``
+  builds the C library from the sources the wheel carries, and the C example host runs it;
 * with ``[host]``, ``kelpie-gateway serve`` runs from the installed package on the fixture site the wheel
   carries (not the checkout's), and Chromium opens its index page.
 """
@@ -61,6 +62,24 @@ def test_fresh_venv_install_engine_only_then_host(tmp_path: Path) -> None:
     assert seen["missing"] == ["playwright", "aiohttp", "mcp"]  # the engine needs none of them
     refused = _run([str(bin_dir / "kelpie-gateway"), "serve", "--port", "0"], elsewhere, timeout=60)
     assert refused.returncode == 2 and "kelpie-browser-gateway[host]" in refused.stderr
+
+    # The wheel carries abi/: the engine-only install builds the relocatable C library, which a C host
+    # that knows nothing about Python loads with an empty environment.
+    prefix = tmp_path / "c-prefix"
+    built = _run([str(bin_dir / "kelpie-gateway"), "build-abi", "--prefix", str(prefix)], elsewhere)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (prefix / "lib" / "kelpie-browser-gateway" / "python" / "kelpie_gateway" / "api.py").is_file()
+    example = subprocess.run(
+        [
+            str(ROOT / "build" / "abi" / "bin" / "example_host"),
+            str(prefix / "lib" / "libkelpie_browser_gateway.so"),
+        ],
+        env={},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert example.returncode == 0 and '"success":true' in example.stdout, example.stdout + example.stderr
 
     host = _run(
         [str(py), "-m", "pip", "install", "--disable-pip-version-check", "-q", f"{src}[host]"], elsewhere

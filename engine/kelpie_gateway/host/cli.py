@@ -13,6 +13,7 @@ Commands (exit status 0 = success):
   talk to the host's admin Unix socket. ``pair revoke`` revokes the saved token. ``pair list`` shows the
   client names and creation times saved in the host's pairing file (never tokens).
 * ``--version`` (also ``serve --version``, ``mcp --version``): the package, contract and MCP revisions.
+* ``build-abi --prefix P``  build the relocatable C library tree from the sources the package carries.
 * ``demo``  the main job: a host on the built-in fixture site and an MCP SDK journey, step by step.
 """
 
@@ -351,6 +352,23 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return main_stdio(BrowserOptions(**_browser_options(args)))
 
 
+def cmd_build_abi(args: argparse.Namespace) -> int:
+    """Build the relocatable C library tree (docs/c-abi.md) from the sources this package carries."""
+    import subprocess
+
+    import kelpie_gateway
+
+    script = Path(kelpie_gateway.__file__).resolve().parent / "abi" / "build_abi.py"
+    if not script.is_file():
+        print(
+            f"error: {script} is missing: this install does not carry the C library's sources",
+            file=sys.stderr,
+        )
+        return 2
+    command = [sys.executable, str(script), "--prefix", args.prefix, *(["--force"] if args.force else [])]
+    return subprocess.call(command)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from kelpie_gateway.host.demo import run_demo
 
@@ -462,6 +480,15 @@ def build_parser() -> argparse.ArgumentParser:
     pair.add_argument("--socket", help="admin socket of the host (default: every running host's)")
     pair.add_argument("--pairings", metavar="FILE", help="the host's pairing file (list; default as serve)")
     pair.set_defaults(func=cmd_pair)
+
+    build_abi = sub.add_parser(
+        "build-abi",
+        help="build the C library (libkelpie_browser_gateway.so) as a relocatable tree under PREFIX",
+        description="Needs a C compiler and this Python's headers and shared libpython; see docs/c-abi.md.",
+    )
+    build_abi.add_argument("--prefix", required=True, help="install tree (include/, lib/, lib/pkgconfig/)")
+    build_abi.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    build_abi.set_defaults(func=cmd_build_abi)
 
     demo = sub.add_parser("demo", help="the host on the fixture site + an MCP SDK journey, step by step")
     demo.add_argument("--via-abi", action="store_true", help="run the host through the C library")
