@@ -149,6 +149,17 @@ def test_config_file_makes_a_read_only_session(tmp_path: Path) -> None:
         assert host.wait(60) == 0
 
 
+def test_a_non_loopback_cdp_endpoint_is_refused_at_start() -> None:
+    done = subprocess.run(
+        [str(KELPIE), "mcp", "--cdp-endpoint", "http://192.0.2.7:9222"],
+        input=b"",
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stdout == b""
+    assert "loopback" in done.stderr.decode(), done.stderr
+
+
 @pytest.mark.parametrize(
     ("config", "says"),
     [

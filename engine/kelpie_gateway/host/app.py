@@ -16,10 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore
+from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, state_dir
 from kelpie_gateway.host.browser import ChromiumRenderer, NoRenderer, Renderer, find_chromium, gateway_config
 from kelpie_gateway.host.driver import Driver, GatewayLike
 from kelpie_gateway.host.server import (
@@ -29,7 +30,6 @@ from kelpie_gateway.host.server import (
     is_loopback_bind,
     set_error_log,
     site_app,
-    state_dir,
 )
 from kelpie_gateway.host.settings import ConfigFileError, apply_config, load_config_file
 
@@ -144,6 +144,12 @@ async def start_stack(opts: BrowserOptions, log: Callable[[str], None]) -> Brows
                 raise ConfigFileError(f"the gateway refused the config: {exc}") from None
     except (ConfigFileError, RuntimeError) as exc:
         raise StartError(str(exc), 2) from None
+    if opts.cdp_endpoint and not is_loopback_url(opts.cdp_endpoint):
+        raise StartError(
+            f"--cdp-endpoint {opts.cdp_endpoint!r}: attach only to a Chromium on loopback "
+            "(http://127.0.0.1:PORT, http://localhost:PORT or http://[::1]:PORT)",
+            2,
+        )
     if opts.headed and not opts.cdp_endpoint and not os.environ.get("DISPLAY"):
         raise StartError("--headed needs a display: set DISPLAY, or run under xvfb-run", 2)
 
@@ -182,6 +188,13 @@ async def start_stack(opts: BrowserOptions, log: Callable[[str], None]) -> Brows
         raise StartError(f"{type(exc).__name__}: {_first_line(exc)}") from None
     driver = Driver(gateway, renderer, log)
     return BrowserStack(site_root, site_url, renderer, gateway, driver, runners)
+
+
+def is_loopback_url(url: str) -> bool:
+    """True for an ``http``/``ws`` URL whose host is a loopback address (the DevTools endpoint rule)."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    return parts.scheme in ("http", "ws") and (host in ("localhost", "::1") or host.startswith("127."))
 
 
 def _first_line(exc: BaseException) -> str:

@@ -57,6 +57,28 @@ def default_pairings_file() -> Path:
     return base / "kelpie-gateway" / "pairings.json"
 
 
+def state_dir() -> Path:
+    """Directory of the admin sockets: ``$KELPIE_GATEWAY_STATE_DIR``, else ``$XDG_RUNTIME_DIR/kelpie-gateway``,
+    else ``/tmp/kelpie-gateway-<uid>``. Created with mode 0700."""
+    explicit = os.environ.get("KELPIE_GATEWAY_STATE_DIR")
+    if explicit:
+        path = Path(explicit)
+    elif os.environ.get("XDG_RUNTIME_DIR"):
+        path = Path(os.environ["XDG_RUNTIME_DIR"]) / "kelpie-gateway"
+    else:
+        path = Path(f"/tmp/kelpie-gateway-{os.getuid()}")
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise RuntimeError(
+            f"{path} is not a directory owned by this user (someone else may have created it); "
+            "set KELPIE_GATEWAY_STATE_DIR to a private directory"
+        )
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(path, 0o700)
+    return path
+
+
 class PairingFileError(RuntimeError):
     """The pairing file cannot be used (unreadable, not JSON of the expected shape, or not private)."""
 

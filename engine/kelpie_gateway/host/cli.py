@@ -164,7 +164,7 @@ def _admin(path: Path, method: str, route: str, body: Any = None) -> tuple[int, 
 def _sockets(args: argparse.Namespace) -> list[Path]:
     if args.socket:
         return [Path(args.socket)]
-    from kelpie_gateway.host.server import state_dir
+    from kelpie_gateway.host.auth import state_dir  # light: the CLI never loads aiohttp or Playwright
 
     return sorted(state_dir().glob("admin-*.sock"))
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import stat
 import sys
 from collections.abc import Callable
 from http import HTTPStatus
@@ -44,6 +43,7 @@ from aiohttp.web_server import Server
 
 from kelpie_gateway import MCP_PROTOCOL_VERSIONS
 from kelpie_gateway.host.auth import Pairing, TokenStore
+from kelpie_gateway.host.auth import state_dir as state_dir  # re-exported: it moved to auth (a light import)
 from kelpie_gateway.host.driver import Driver
 
 JsonObject = dict[str, Any]
@@ -405,7 +405,13 @@ class HostServer:
             )
         decision = await self.pairing.wait(pending)
         if decision == "approved":
-            token = self.tokens.issue(client)
+            try:
+                token = self.tokens.issue(client)
+            except (OSError, RuntimeError) as exc:  # the pairing file: errors are values, never a 500 trace
+                self.log(f"pairing for client {client!r} failed: the pairing file: {exc}")
+                return _json(
+                    500, err("INTERNAL", f"the host could not save the pairing: {type(exc).__name__}")
+                )
             self.log(f"paired client {client!r}")
             return _json(200, {"token": token, "client": client}, {"Cache-Control": "no-store"})
         if decision == "denied":
@@ -425,34 +431,18 @@ class HostServer:
         except _Refused as refused:
             return refused.response
         client = self.tokens.lookup(token)
-        self.tokens.revoke(token)
+        try:
+            self.tokens.revoke(token)
+        except (OSError, RuntimeError) as exc:
+            self.log(f"revoking the token of client {client!r} failed: the pairing file: {exc}")
+            return _json(
+                500, err("INTERNAL", f"the host could not save the revocation: {type(exc).__name__}")
+            )
         self.log(f"revoked the token of client {client!r}")
         return _json(200, {"revoked": True})
 
 
 # ---------------------------------------------------------------------- operator admin socket
-def state_dir() -> Path:
-    """Directory of the admin sockets: ``$KELPIE_GATEWAY_STATE_DIR``, else ``$XDG_RUNTIME_DIR/kelpie-gateway``,
-    else ``/tmp/kelpie-gateway-<uid>``. Created with mode 0700."""
-    explicit = os.environ.get("KELPIE_GATEWAY_STATE_DIR")
-    if explicit:
-        path = Path(explicit)
-    elif os.environ.get("XDG_RUNTIME_DIR"):
-        path = Path(os.environ["XDG_RUNTIME_DIR"]) / "kelpie-gateway"
-    else:
-        path = Path(f"/tmp/kelpie-gateway-{os.getuid()}")
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = os.lstat(path)
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise RuntimeError(
-            f"{path} is not a directory owned by this user (someone else may have created it); "
-            "set KELPIE_GATEWAY_STATE_DIR to a private directory"
-        )
-    if stat.S_IMODE(info.st_mode) != 0o700:
-        os.chmod(path, 0o700)
-    return path
-
-
 def admin_app(pairing: Pairing, log: Callable[[str], None]) -> web.Application:
     """The operator's pairing API on a Unix socket (mode 0600): ``POST /pair/approve|deny {"code"}``,
     ``GET /pair/pending``. Only the user running the host can reach it."""
