@@ -7,6 +7,8 @@ in :attr:`StdioHost.log`.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import os
 import queue
@@ -22,6 +24,13 @@ from kelpie_gateway.host.launch import terminate
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"
 KELPIE = VENV_BIN / "kelpie-gateway"
+
+
+def run_async(coro: Any) -> Any:
+    """``asyncio.run(coro)`` on a fresh thread: in the full suite the browser tests' Playwright sync API
+    holds a running event loop on the main thread, where ``asyncio.run`` refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 class StdioHost:

@@ -24,7 +24,7 @@ from host_testlib import Host
 from kelpie_gateway.host.launch import HostProcess
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from stdio_testlib import ROOT, VENV_BIN
+from stdio_testlib import ROOT, VENV_BIN, run_async
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -132,7 +132,7 @@ def test_readme_stdio_snippet_launches_a_working_server(client: str, launch: Lau
         async with Client(server) as mcp_client:  # mode "auto", as a current client connects
             return await _tabs(mcp_client)
 
-    tabs = asyncio.run(run())
+    tabs = run_async(run())
     assert [t["title"] for t in tabs if t["active"]] == ["Kelpie fixture site"]
 
 
@@ -158,5 +158,5 @@ def test_readme_http_snippet_reaches_a_paired_host(client: str, remote: Remote, 
         async with http, Client(streamable_http_client(url, http_client=http)) as mcp_client:
             return await _tabs(mcp_client)
 
-    tabs = asyncio.run(run())
+    tabs = run_async(run())
     assert any(t["title"] == "Kelpie fixture site" for t in tabs)

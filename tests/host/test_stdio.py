@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
-from stdio_testlib import KELPIE, ROOT, StdioHost
+from stdio_testlib import KELPIE, ROOT, StdioHost, run_async
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -64,7 +64,7 @@ def test_python_sdk_stdio_journey() -> None:
                 ],
             }
 
-    seen = asyncio.run(journey())
+    seen = run_async(journey())
     assert seen["protocol"] in ("2025-06-18", "2025-11-25")
     assert "kelpie_browser_control" in seen["tools"]  # type: ignore[operator]
     assert seen["title"] == "Kelpie fixture site"
