@@ -6,6 +6,8 @@
  * Everything else is one call into a shim: bytes in, engine call, bytes out.
  */
 #include <dlfcn.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -120,15 +122,27 @@ static char *_kg_error_envelope(const char *code, const char *message)
 
 static pthread_once_t _kg_once = PTHREAD_ONCE_INIT;
 static int _kg_boot_failed = 0;
-static char _kg_boot_error[1536];
+static char _kg_boot_error[3 * PATH_MAX + 2048];
+/* <the directory holding this library>/KELPIE_BUNDLE_SUBDIR: the engine and its Python dependencies,
+   found relative to the library so the installed tree can move (docs/c-abi.md, "Install layout"). */
+static char _kg_bundle[PATH_MAX + 64];
+/* The Python prefix of the libpython this process loaded (the interpreter's "home"), or "" if unknown. */
+static char _kg_home[PATH_MAX];
+
+/* The bundle directory (exposed to the init code in abi/shims.py through the cdef). */
+static const char *_kg_bundle_dir(void)
+{
+    return _kg_bundle;
+}
 
 static void _kg_boot_fail(const char *what, const char *detail)
 {
     _kg_boot_failed = 1;
     snprintf(_kg_boot_error, sizeof _kg_boot_error,
-             "the Kelpie gateway runtime (embedded Python) failed to initialise: %s%s%s (library built for "
-             "Python %s, site-packages %s; rebuild with tools/dev setup)",
-             what, detail ? ": " : "", detail ? detail : "", KELPIE_BUILD_PYTHON_EXE, KELPIE_BUILD_SITE_PACKAGES);
+             "the Kelpie gateway runtime (embedded Python) failed to initialise: %s%s%s (bundle %s, Python home "
+             "%s; reinstall the library with abi/build_abi.py --prefix)",
+             what, detail ? ": " : "", detail ? detail : "", _kg_bundle[0] ? _kg_bundle : "(not found)",
+             _kg_home[0] ? _kg_home : "(compiled-in)");
 }
 
 /* The pending Python exception as UTF-8 text (GIL held); clears it. */
@@ -150,17 +164,59 @@ static void _kg_fetch_error(char *buf, size_t cap)
     Py_XDECREF(tb);
 }
 
+/* The directory part of the resolved (symlink-free) path of the file that holds `symbol`, into dir. */
+static int _kg_dir_of(void *symbol, char *dir, size_t cap)
+{
+    Dl_info info;
+    char resolved[PATH_MAX];
+    char *slash;
+    if (!dladdr(symbol, &info) || info.dli_fname == NULL || realpath(info.dli_fname, resolved) == NULL)
+        return -1;
+    slash = strrchr(resolved, '/');
+    if (slash == NULL)
+        return -1;
+    *slash = '\0';
+    if (snprintf(dir, cap, "%s", resolved[0] ? resolved : "/") >= (int)cap)
+        return -1;
+    return 0;
+}
+
+/* Where this library and the libpython it runs on live, found at run time (nothing recorded at build). */
+static void _kg_locate(void)
+{
+    char dir[PATH_MAX], probe[PATH_MAX + 64];
+    struct stat st;
+    int up;
+    if (_kg_dir_of((void *)&kelpie_browser_gateway_version, dir, sizeof dir) == 0)
+        snprintf(_kg_bundle, sizeof _kg_bundle, "%s/%s", dir, KELPIE_BUNDLE_SUBDIR);
+    /* home: the first ancestor of libpython's directory with lib/pythonX.Y/os.py (the standard library of
+       exactly the libpython that was loaded: pyenv's prefix/lib, Debian's /usr/lib/<multiarch>, …). */
+    if (_kg_dir_of((void *)&Py_IsInitialized, dir, sizeof dir) != 0)
+        return;
+    for (up = 0; up < 3; up++) {
+        char *slash = strrchr(dir, '/');
+        if (slash == NULL || slash == dir)
+            return;
+        *slash = '\0';
+        snprintf(probe, sizeof probe, "%s/lib/python%d.%d/os.py", dir, PY_MAJOR_VERSION, PY_MINOR_VERSION);
+        if (stat(probe, &st) == 0) {
+            snprintf(_kg_home, sizeof _kg_home, "%s", dir);
+            return;
+        }
+    }
+}
+
 /*
  * Runs once per process before the first call that needs the runtime.
  * 1. Promote libpython to the global symbol scope (a host that dlopen()ed us with RTLD_LOCAL would
  *    otherwise break every extension module: _cffi_backend, orjson, ...).
- * 2. If no interpreter runs in this process (a C host), start one deterministically from the paths
- *    recorded at build time: isolated config (ignores PYTHON* environment variables and the user site),
- *    program_name = the virtualenv's python (so getpath finds its pyvenv.cfg and the base Python, exactly
- *    like running that python), no signal handlers (the host owns signals), then
- *    site.addsitedir(<the virtualenv's site-packages>) so .pth files (the editable install) apply. An
- *    interpreter already running (ctypes from the same Python) is reused untouched.
- * 3. cffi_start_python(): imports the embedded module and runs abi/shims.py (which never raises; an
+ * 2. Locate the bundle (next to this library) and the Python home (next to the libpython loaded).
+ * 3. If no interpreter runs in this process (a C host), start one: isolated config (ignores PYTHON*
+ *    environment variables and the user site), home = the located prefix (its standard library only: no
+ *    site import, so no other site-packages), no signal handlers (the host owns signals); then put the
+ *    bundle first on sys.path, so _cffi_backend, the engine and its dependencies come from the bundle.
+ *    An interpreter already running (ctypes from the same Python) is reused untouched.
+ * 4. cffi_start_python(): imports the embedded module and runs abi/shims.py (which never raises; an
  *    engine import failure is recorded there and reported by every call).
  */
 static void _kg_boot_run(void)
@@ -170,19 +226,18 @@ static void _kg_boot_run(void)
         void *self = dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
         (void)self; /* kept open on purpose: the interpreter is never finalised */
     }
+    _kg_locate();
     if (!Py_IsInitialized()) {
         PyConfig config;
         PyStatus status;
-        PyObject *site, *res;
+        PyObject *path, *entry;
         char detail[1024];
         PyConfig_InitIsolatedConfig(&config);
         config.install_signal_handlers = 0;
-        config.site_import = 1;
+        config.site_import = 0;
         config.user_site_directory = 0;
         config.parse_argv = 0;
-        /* As if KELPIE_BUILD_PYTHON_EXE (the virtualenv's python) had been started: getpath reads its
-           pyvenv.cfg, so sys.prefix is the virtualenv and the base Python's own site-packages is not used. */
-        status = PyConfig_SetBytesString(&config, &config.program_name, KELPIE_BUILD_PYTHON_EXE);
+        status = _kg_home[0] ? PyConfig_SetBytesString(&config, &config.home, _kg_home) : PyStatus_Ok();
         if (!PyStatus_Exception(status))
             status = Py_InitializeFromConfig(&config);
         PyConfig_Clear(&config);
@@ -190,14 +245,13 @@ static void _kg_boot_run(void)
             _kg_boot_fail("Py_InitializeFromConfig", status.err_msg);
             return;
         }
-        site = PyImport_ImportModule("site");
-        res = site ? PyObject_CallMethod(site, "addsitedir", "s", KELPIE_BUILD_SITE_PACKAGES) : NULL;
-        if (res == NULL) {
+        path = PySys_GetObject("path"); /* borrowed */
+        entry = PyUnicode_DecodeFSDefault(_kg_bundle);
+        if (path == NULL || entry == NULL || PyList_Insert(path, 0, entry) != 0) {
             _kg_fetch_error(detail, sizeof detail);
-            _kg_boot_fail("site.addsitedir", detail);
+            _kg_boot_fail("sys.path", detail);
         }
-        Py_XDECREF(res);
-        Py_XDECREF(site);
+        Py_XDECREF(entry);
         PyEval_SaveThread(); /* release the GIL: every call takes it with PyGILState_Ensure */
         if (_kg_boot_failed)
             return;

@@ -1,7 +1,8 @@
 """Python half of libkelpie_browser_gateway: the cffi embedding init code (CONTRACT.md §10).
 
-abi/build_abi.py substitutes the ``@KELPIE_...@`` placeholders (build-time facts) and embeds this file in
-the library; it runs once, inside the embedded interpreter, the first time a C caller needs the runtime.
+abi/build_abi.py embeds this file in the library; it runs once, inside the embedded interpreter, the first
+time a C caller needs the runtime. Nothing about the build machine is recorded in it: the engine's bundle
+directory is found by the C side relative to the library (``lib._kg_bundle_dir()``).
 
 The shims are thin: bytes in, one engine call, bytes out (``kelpie_gateway.jsonio.dumps``). They parse
 nothing and decide nothing except the handle lookup. Each one catches everything (BaseException
@@ -20,7 +21,9 @@ import threading
 
 from _kelpie_gateway_abi import ffi, lib  # the embedded module itself (set up by cffi before this runs)
 
-ENGINE_PATH = "@KELPIE_ENGINE_PATH@"  # the repository's engine/ directory, recorded at build time
+# <the library's directory>/kelpie-browser-gateway/python: the bundled engine and its dependencies. A C host's
+# interpreter has it first on sys.path already; a Python host only falls back to it.
+BUNDLE_PATH = ffi.string(lib._kg_bundle_dir()).decode("utf-8", "surrogateescape")
 
 OK, PENDING, INVALID, ERROR = 0, 1, 2, 3  # KELPIE_GATEWAY_* in the header
 _OPS = ("begin", "begin_mcp", "next", "advance", "cancel")  # KG_OP_* in abi/kelpie_abi.c
@@ -31,9 +34,9 @@ try:
     try:
         import kelpie_gateway  # noqa: F401  (probe: is the engine importable here?)
     except ImportError:
-        # Not installed in the running interpreter's path: use the engine this library was built from.
-        if ENGINE_PATH not in sys.path:
-            sys.path.append(ENGINE_PATH)
+        # Not installed in the running interpreter's path: use the engine bundled with this library.
+        if BUNDLE_PATH and BUNDLE_PATH not in sys.path:
+            sys.path.append(BUNDLE_PATH)
     from kelpie_gateway import Gateway, GatewayConfigError, GatewayPendingError
     from kelpie_gateway.jsonio import dumps
 except BaseException as exc:

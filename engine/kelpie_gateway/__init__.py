@@ -14,11 +14,13 @@ the engine's own and may change.
 from .api import Gateway
 from .errors import GatewayConfigError, GatewayPendingError
 from .jsonio import dumps
+from .mcp import PROTOCOL_VERSIONS as MCP_PROTOCOL_VERSIONS
 from .reader import WORLD_NAME, fill_script, find_text_script, focus_script, scroll_script
 from .schema import NATIVE_ENDPOINTS
 
 __version__ = "0.1.0"
 __all__ = [
+    "MCP_PROTOCOL_VERSIONS",
     "NATIVE_ENDPOINTS",
     "WORLD_NAME",
     "Gateway",
@@ -34,6 +36,8 @@ __all__ = [
 """``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
 gets every core method advertised). ``dumps(value) -> bytes``: compact UTF-8 JSON, lone surrogates
 repaired (the engine's own serialiser, e.g. for a host that passes results to the C ABI as text).
+``MCP_PROTOCOL_VERSIONS``: the MCP handshake revisions ``begin_mcp`` speaks, oldest first (CONTRACT.md §7),
+e.g. for a host's ``MCP-Protocol-Version`` header check.
 ``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script`` and ``WORLD_NAME``: generated
 reader scripts for a host's own extensions — the first three act on the captured node the gateway hands a
 ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the ``WORLD_NAME`` world."""

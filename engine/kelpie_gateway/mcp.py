@@ -55,8 +55,9 @@ from .errors import JsonObject, failure, success
 from .gateway import GatewayCore, Render
 from .schema import MAX_EXTENSION_TOOL_NAMES, METHODS, params_json_schema
 
-PROTOCOL_VERSIONS: Final = ("2025-06-18", "2025-11-25")
-"""Supported MCP protocol versions, oldest first; ``initialize`` falls back to the last (newest)."""
+PROTOCOL_VERSIONS: Final = ("2025-03-26", "2025-06-18", "2025-11-25")
+"""Supported MCP handshake protocol versions, oldest first (CONTRACT.md §7; v1.1 adds ``2025-03-26``);
+``initialize`` answers the client's version when listed here, else the last (newest)."""
 LATEST_PROTOCOL_VERSION: Final = PROTOCOL_VERSIONS[-1]
 SERVER_NAME: Final = "kelpie-browser-gateway"
 SERVER_TITLE: Final = "Kelpie browser gateway"

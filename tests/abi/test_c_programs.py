@@ -195,31 +195,26 @@ def test_libpython_is_found_through_rpath_not_the_environment(abi: Abi) -> None:
     assert "(RPATH)" in dyn and "(RUNPATH)" not in dyn
 
 
+def _install(prefix: Path) -> None:
+    """``abi/build_abi.py --prefix``: the documented way to install the C library."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "abi" / "build_abi.py"), "--prefix", str(prefix)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_runtime_init_failure_is_reported_through_create(
     abi: Abi, tmp_path: Path, clean_env: dict[str, str]
 ) -> None:
-    """A library whose recorded interpreter, site-packages and engine paths are all gone cannot import
-    the engine: create returns NULL and error_json_out carries an INTERNAL envelope naming the cause
-    (not only stderr); later calls report the same instead of crashing."""
-    gone = tmp_path / "gone"
+    """An installed tree whose bundled engine is gone cannot import it: create returns NULL and
+    error_json_out carries an INTERNAL envelope naming the cause (not only stderr); later calls report the
+    same instead of crashing."""
     prefix = tmp_path / "broken"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "abi" / "build_abi.py"),
-            "--prefix",
-            str(prefix),
-            "--python",
-            str(gone / "bin" / "python3"),
-            "--site-packages",
-            str(gone),
-            "--engine-path",
-            str(gone),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    _install(prefix)
+    shutil.rmtree(prefix / "lib" / "kelpie-browser-gateway" / "python" / "kelpie_gateway")
     exe = _compile(
         tmp_path,
         abi,
@@ -237,3 +232,57 @@ def test_runtime_init_failure_is_reported_through_create(
     assert proc.stdout.startswith("create failed: {")
     assert '"code":"INTERNAL"' in proc.stdout and "failed to initialise" in proc.stdout
     assert "kelpie_gateway" in proc.stdout  # names what could not be imported
+
+
+def test_installed_prefix_still_works_after_it_is_moved(tmp_path: Path, clean_env: dict[str, str]) -> None:
+    """Issue 14: ``build_abi.py --prefix P`` is relocatable. After moving P, the C example host (dlopen) and a
+    host built with the moved tree's pkg-config file both run with an empty environment; nothing in P names
+    the old location or the checkout; the soname is versioned; no build stamp is left in P."""
+    first, moved = tmp_path / "first" / "P", tmp_path / "elsewhere" / "Q"
+    _install(first)
+    moved.parent.mkdir()
+    shutil.move(str(first), str(moved))
+    shutil.rmtree(tmp_path / "first")
+    lib = moved / "lib"
+
+    proc = run(
+        [str(ROOT / "build" / "abi" / "bin" / "example_host"), str(lib / "libkelpie_browser_gateway.so")],
+        clean_env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    canonical = next(line for line in proc.stdout.splitlines() if line.startswith("canonical: "))
+    assert '"success":true' in canonical and '"tabId":"t1"' in canonical
+
+    pc = subprocess.run(
+        ["pkg-config", "--cflags", "--libs", "kelpie-browser-gateway"],
+        env={"PKG_CONFIG_PATH": str(lib / "pkgconfig"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert any(flag.startswith("-L") and Path(flag[2:]).resolve() == lib for flag in pc), pc
+    exe = _compile(
+        tmp_path, Abi(moved, lib, moved / "include", lib / "pkgconfig", lib), HELLO, "hello_moved", pc
+    )
+    proc = run([str(exe)], clean_env, timeout=60)
+    assert proc.returncode == 0 and '"step":"authorize"' in proc.stdout, proc.stdout + proc.stderr
+
+    dyn = subprocess.run(
+        ["readelf", "-d", str(lib / "libkelpie_browser_gateway.so")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "Library soname: [libkelpie_browser_gateway.so.0]" in dyn
+    assert (lib / "libkelpie_browser_gateway.so").is_symlink() and (
+        lib / "libkelpie_browser_gateway.so.0"
+    ).is_symlink()
+    assert (lib / "kelpie-browser-gateway" / "python" / "kelpie_gateway" / "gateway.py").is_file()
+    assert not (lib / "kelpie-browser-gateway" / "python" / "kelpie_gateway" / "host").exists()
+    assert not list(moved.rglob("*stamp*"))
+    for path in moved.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            for old in (str(tmp_path / "first").encode(), str(ROOT).encode(), b"/.venv/"):
+                assert old not in data, (path, old)

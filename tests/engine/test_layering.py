@@ -14,7 +14,9 @@ from pathlib import Path
 import kelpie_gateway
 
 PACKAGE = Path(kelpie_gateway.__file__).resolve().parent
-ENGINE_MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+# ``__main__`` is ``python -m kelpie_gateway``: the command line's entry point (it runs the host's CLI), run
+# by the interpreter and never imported by the engine, so it is not an engine module.
+ENGINE_MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
 
 
 def _imports(path: Path, package: str) -> list[tuple[str, tuple[str, ...], int]]:

@@ -20,14 +20,13 @@ import pytest
 from host_testlib import Host
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @asynccontextmanager
 async def connect(host: Host, token: str | None = None) -> AsyncIterator[Client]:
-    http = create_mcp_http_client(
+    http = httpx2.AsyncClient(
         headers={"Authorization": f"Bearer {token or host.token}"}, timeout=httpx2.Timeout(30.0, read=60.0)
     )
     async with (

@@ -12,14 +12,16 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from kelpie_gateway.host.audit import DEFAULT_MAX_BYTES, AuditLog
-from kelpie_gateway.host.auth import Pairing, TokenStore
+from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, state_dir
 from kelpie_gateway.host.browser import ChromiumRenderer, NoRenderer, Renderer, find_chromium, gateway_config
 from kelpie_gateway.host.driver import Driver, GatewayLike
 from kelpie_gateway.host.extensions import RichExtensions, host_config
@@ -31,35 +33,48 @@ from kelpie_gateway.host.server import (
     is_loopback_bind,
     set_error_log,
     site_app,
-    state_dir,
 )
+from kelpie_gateway.host.settings import ConfigFileError, apply_config, load_config_file
 from kelpie_gateway.host.tunnel import Tunnel, TunnelConfigError, TunnelOptions
 
 
 def default_site() -> Path:
-    """The built-in fixture site: ``<repo>/fixtures/site``."""
-    return Path(__file__).resolve().parents[3] / "fixtures" / "site"
+    """The built-in fixture site, shipped inside the package (``kelpie_gateway/host/site``; in a source
+    checkout a link to ``fixtures/site``)."""
+    return Path(__file__).resolve().parent / "site"
 
 
 @dataclass
-class ServeOptions:
-    """The ``serve`` command line (see ``kelpie-gateway serve --help``)."""
+class BrowserOptions:
+    """What ``serve`` and ``mcp`` share: the site, the browser, the site policy and the gateway settings."""
 
-    port: int = 0
-    bind: str = "127.0.0.1"
     site: Path | None = None
     browser: str = "chromium"
     browser_executable: str | None = None
+    headed: bool = False
+    user_data_dir: str | None = None
+    cdp_endpoint: str | None = None
+    config_file: Path | None = None
     via_abi: bool = False
     abi_library: str | None = None
-    approve_pairing: str = "manual"
-    pairing_timeout_s: float = 120.0
     allowed_origins: str | None = None
     blocked_origins: str | None = None
     read_only: bool = False
     extensions_include: list[str] | None = None
     extensions_exclude: list[str] = field(default_factory=list)
     viewport: tuple[int, int] | None = None
+
+
+@dataclass
+class ServeOptions(BrowserOptions):
+    """The ``serve`` command line (see ``kelpie-gateway serve --help``)."""
+
+    port: int = 0
+    bind: str = "127.0.0.1"
+    approve_pairing: str = "manual"
+    pairing_timeout_s: float = 120.0
+    pairings_file: Path | None = None
+    """None keeps pairings in memory only (``--pairings memory``)."""
     audit_log: Path | None = None
     audit_max_bytes: int = DEFAULT_MAX_BYTES
     connect: TunnelOptions | None = None
@@ -83,28 +98,87 @@ def make_gateway(config: dict[str, Any], *, via_abi: bool, library: str | None) 
     return gateway
 
 
-async def serve(opts: ServeOptions) -> int:
-    """Run the host until SIGINT/SIGTERM. Returns the process exit status."""
-    if not is_loopback_bind(opts.bind):
-        print(
-            f"error: refusing to bind {opts.bind!r}: the host serves loopback only (127.0.0.1, localhost, ::1) "
-            "because the browser it drives holds the user's sessions",
-            file=sys.stderr,
+class StartError(RuntimeError):
+    """The browser stack could not start; the message is for the operator (exit status 2 = usage)."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class BrowserStack:
+    """The site server, the renderer, the gateway and the driver of one host process."""
+
+    site_root: Path
+    site_url: str
+    renderer: Renderer
+    gateway: GatewayLike
+    driver: Driver
+    runners: list[web.AppRunner]
+    policy: SitePolicy
+
+    async def close(self) -> None:
+        """Drain late renderer replies (bounded), stop the site server, close (or detach from) the browser
+        and the gateway. Never raises."""
+        await self.driver.drain(2.0)
+        for runner in reversed(self.runners):
+            with contextlib.suppress(Exception):
+                await runner.cleanup()
+        await self.renderer.close()
+        with contextlib.suppress(Exception):
+            self.gateway.close()
+
+
+def _gateway_config(opts: BrowserOptions, browser: bool) -> dict[str, Any]:
+    config = host_config(
+        gateway_config(browser=browser),
+        read_only=opts.read_only,
+        include=opts.extensions_include,
+        exclude=opts.extensions_exclude,
+    )
+    if opts.config_file is not None:
+        config = apply_config(
+            config, load_config_file(opts.config_file), source=f"--config {opts.config_file}"
         )
-        return 2
+    return config
+
+
+async def start_stack(
+    opts: BrowserOptions, log: Callable[[str], None], *, audit: AuditLog | None = None
+) -> BrowserStack:
+    """Start the site server, the browser (launched, on a profile, or attached; site policy and rich
+    extensions installed) and the gateway. Raises :class:`StartError` (nothing left running) when any of
+    them cannot start. ``audit``: where the driver records every transaction (``serve --audit-log``)."""
     try:
         policy = SitePolicy.from_flags(opts.allowed_origins, opts.blocked_origins)
     except PolicyError as exc:
-        print(f"error: --allowed-origins/--blocked-origins: {exc}", file=sys.stderr)
-        return 2
+        raise StartError(f"--allowed-origins/--blocked-origins: {exc}", 2) from None
     site_root = opts.site or default_site()
     if not (site_root / "index.html").is_file():
-        print(f"error: --site {site_root} has no index.html", file=sys.stderr)
-        return 2
-    extras = _transports(opts)
-    if isinstance(extras, int):
-        return extras
-    audit, tunnel_opts = extras
+        raise StartError(f"--site {site_root} has no index.html", 2)
+    browser = opts.browser != "none"
+    try:
+        config = _gateway_config(opts, browser)
+        if opts.via_abi:
+            make_gateway(config, via_abi=True, library=opts.abi_library).close()  # refuse early, not late
+        else:
+            from kelpie_gateway import Gateway, GatewayConfigError
+
+            try:
+                Gateway(config).close()
+            except GatewayConfigError as exc:
+                raise ConfigFileError(f"the gateway refused the config: {exc}") from None
+    except (ConfigFileError, RuntimeError) as exc:
+        raise StartError(str(exc), 2) from None
+    if opts.cdp_endpoint and not is_loopback_url(opts.cdp_endpoint):
+        raise StartError(
+            f"--cdp-endpoint {opts.cdp_endpoint!r}: attach only to a Chromium on loopback "
+            "(http://127.0.0.1:PORT, http://localhost:PORT or http://[::1]:PORT)",
+            2,
+        )
+    if opts.headed and not opts.cdp_endpoint and not os.environ.get("DISPLAY"):
+        raise StartError("--headed needs a display: set DISPLAY, or run under xvfb-run", 2)
 
     runners: list[web.AppRunner] = []
     renderer: Renderer = NoRenderer()
@@ -118,14 +192,10 @@ async def serve(opts: ServeOptions) -> int:
         site_runner = QuietAppRunner(site_app(site_root))
         await site_runner.setup()
         runners.append(site_runner)
-        site = web.TCPSite(site_runner, "127.0.0.1", 0)
-        await site.start()
-        site_port = _port(site_runner)
-        site_url = f"http://127.0.0.1:{site_port}/index.html"
+        await web.TCPSite(site_runner, "127.0.0.1", 0).start()
+        site_url = f"http://127.0.0.1:{_port(site_runner)}/index.html"
         policy.allow_origin_of(site_url)
         guard = RedirectGuard(policy, log) if policy.restrictive else None
-
-        browser = opts.browser != "none"
         if browser:
             chromium = ChromiumRenderer(
                 executable=find_chromium(opts.browser_executable),
@@ -133,41 +203,93 @@ async def serve(opts: ServeOptions) -> int:
                 log=log,
                 guard=guard,
                 viewport=None if opts.viewport is None else _viewport(opts.viewport),
+                headless=not opts.headed,
+                user_data_dir=opts.user_data_dir,
+                cdp_endpoint=opts.cdp_endpoint,
             )
+            renderer = chromium
             RichExtensions(chromium).install()
             await chromium.start(site_url)
-            renderer = chromium if guard is None else PolicyRenderer(chromium, guard)
-        config = host_config(
-            gateway_config(browser=browser),
-            read_only=opts.read_only,
-            include=opts.extensions_include,
-            exclude=opts.extensions_exclude,
-        )
+            if guard is not None:
+                renderer = PolicyRenderer(chromium, guard)
         gateway = make_gateway(config, via_abi=opts.via_abi, library=opts.abi_library)
         gateway_box.append(gateway)
+    except Exception as exc:
+        for runner in reversed(runners):
+            with contextlib.suppress(Exception):
+                await runner.cleanup()
+        await renderer.close()
+        raise StartError(f"{type(exc).__name__}: {_first_line(exc)}") from None
+    driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit)
+    return BrowserStack(site_root, site_url, renderer, gateway, driver, runners, policy)
 
-        driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit)
-        tunnel = Tunnel(driver, tunnel_opts, log) if tunnel_opts is not None else None
+
+def is_loopback_url(url: str) -> bool:
+    """True for an ``http``/``ws`` URL whose host is a loopback address (the DevTools endpoint rule)."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    return parts.scheme in ("http", "ws") and (host in ("localhost", "::1") or host.startswith("127."))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+async def serve(opts: ServeOptions) -> int:
+    """Run the host until SIGINT/SIGTERM. Returns the process exit status."""
+    if not is_loopback_bind(opts.bind):
+        print(
+            f"error: refusing to bind {opts.bind!r}: the host serves loopback only (127.0.0.1, localhost, ::1) "
+            "because the browser it drives holds the user's sessions",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        tokens = TokenStore(opts.pairings_file)
+    except (PairingFileError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    extras = _transports(opts)
+    if isinstance(extras, int):
+        return extras
+    audit, tunnel_opts = extras
+    try:
+        stack = await start_stack(opts, log, audit=audit)
+    except StartError as exc:
+        print(f"error: the host could not start: {exc}", file=sys.stderr)
+        if audit is not None:
+            audit.close()
+        return exc.status
+
+    runners: list[web.AppRunner] = []
+    tunnel = None
+    try:
+        tunnel = Tunnel(stack.driver, tunnel_opts, log) if tunnel_opts is not None else None
         if opts.listen:
-            host, sock_path = await _listen(opts, driver, runners)
+            host, sock_path = await _listen(opts, stack.driver, tokens, runners)
     except Exception as exc:
         print(f"error: the host could not start: {type(exc).__name__}: {exc}", file=sys.stderr)
         for runner in reversed(runners):
             await runner.cleanup()
-        await renderer.close()
+        await stack.close()
+        if audit is not None:
+            audit.close()
         return 1
 
     if opts.listen:
         log(f"listening http://{host.url_host()}:{host.port}")
     elif tunnel is not None:
         log(f"connecting {tunnel.describe()} (no local listener: --no-listen)")
-    log(f"site {site_root} at http://127.0.0.1:{site_port}/")
-    log(f"browser {getattr(renderer, 'description', 'none')}")
-    core = f"C library {getattr(gateway, 'path', '')}" if opts.via_abi else "Python API"
+    log(f"site {stack.site_root} at {stack.site_url.rsplit('/', 1)[0]}/")
+    log(f"browser {getattr(stack.renderer, 'description', 'none')}")
+    core = f"C library {getattr(stack.gateway, 'path', '')}" if opts.via_abi else "Python API"
     log(f"gateway via {core}; realm isolated; pairing {opts.approve_pairing}")
     if opts.listen:
+        saved = f"saved in {opts.pairings_file}" if opts.pairings_file else "in memory only"
+        log(f"pairings {saved} ({len(tokens)} active)")
         log(f"admin socket {sock_path} (kelpie-gateway pair approve CODE)")
-    log(f"site policy {policy.describe()}")
+    log(f"site policy {stack.policy.describe()}")
     if audit is not None:
         log(f"audit log {audit.path} (one JSON line per transaction; SIGHUP reopens it)")
 
@@ -185,16 +307,14 @@ async def serve(opts: ServeOptions) -> int:
     log("shutting down")
     if tunnel is not None:
         await tunnel.close()
-    await driver.drain(2.0)
+    await stack.driver.drain(2.0)
     for runner in reversed(runners):
         with contextlib.suppress(Exception):
             await runner.cleanup()
     if opts.listen:
         with contextlib.suppress(FileNotFoundError):
             sock_path.unlink()
-    await renderer.close()
-    with contextlib.suppress(Exception):
-        gateway.close()
+    await stack.close()
     if audit is not None:
         audit.close()
     return 0
@@ -234,10 +354,9 @@ def _port(runner: web.AppRunner) -> int:
 
 
 async def _listen(
-    opts: ServeOptions, driver: Driver, runners: list[web.AppRunner]
+    opts: ServeOptions, driver: Driver, tokens: TokenStore, runners: list[web.AppRunner]
 ) -> tuple[HostServer, Path]:
     """The loopback HTTP routes and the operator's admin socket (skipped by ``--no-listen``)."""
-    tokens = TokenStore()
     pairing = Pairing(auto_approve=opts.approve_pairing == "auto", timeout_s=opts.pairing_timeout_s)
     host = HostServer(driver, tokens, pairing, log=log)
     host.bind = opts.bind

@@ -4,7 +4,11 @@
 * The host keeps only the SHA-256 digest of each token; lookups compare the digest of the presented bearer
   against every stored digest with :func:`hmac.compare_digest` (constant time, no early exit).
 * Revocation is by token: ``DELETE /v1/pair`` removes exactly the digest of the bearer that asked.
-* Tokens live in memory only: restarting the host forgets every pairing (clients pair again).
+* Pairings persist (issue 14): the digests, client names and creation times live in a JSON file (default
+  ``$XDG_STATE_HOME/kelpie-gateway/pairings.json``, mode 0600 in a 0700 directory), rewritten atomically
+  under an exclusive ``flock`` on every issue or revoke, and re-read when another host changed it. Revoked
+  digests stay in the file (the newest :data:`MAX_REVOKED`) so a revoked bearer is still refused after a
+  restart and its 401 can say it was revoked. No token is ever written anywhere by the host.
 
 Pairing: each ``POST /v1/pair`` creates a :class:`PairingRequest` with a short random code that the host
 prints; the operator approves it (``kelpie-gateway pair approve CODE``) or denies it, or it times out.
@@ -13,65 +17,282 @@ prints; the operator approves it (``kelpie-gateway pair approve CODE``) or denie
 from __future__ import annotations
 
 import asyncio
+import calendar
+import contextlib
+import fcntl
 import hashlib
 import hmac
+import json
+import os
 import secrets
+import stat
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 Decision = Literal["approved", "denied", "timeout"]
+Verdict = Literal["valid", "missing", "unknown", "revoked"]
 
 _CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud and typed by a human
+FILE_VERSION = 1
+MAX_REVOKED = 1000
+"""Revoked digests kept in the pairing file (oldest dropped first); a bearer revoked longer ago than that
+is answered as unknown, which is still a 401."""
 
 
 def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "replace")).digest()
 
 
+def default_pairings_file() -> Path:
+    """``$KELPIE_GATEWAY_PAIRINGS``, else ``$XDG_STATE_HOME/kelpie-gateway/pairings.json``
+    (``~/.local/state/kelpie-gateway/pairings.json``)."""
+    explicit = os.environ.get("KELPIE_GATEWAY_PAIRINGS")
+    if explicit:
+        return Path(explicit)
+    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return base / "kelpie-gateway" / "pairings.json"
+
+
+def state_dir() -> Path:
+    """Directory of the admin sockets: ``$KELPIE_GATEWAY_STATE_DIR``, else ``$XDG_RUNTIME_DIR/kelpie-gateway``,
+    else ``/tmp/kelpie-gateway-<uid>``. Created with mode 0700."""
+    explicit = os.environ.get("KELPIE_GATEWAY_STATE_DIR")
+    if explicit:
+        path = Path(explicit)
+    elif os.environ.get("XDG_RUNTIME_DIR"):
+        path = Path(os.environ["XDG_RUNTIME_DIR"]) / "kelpie-gateway"
+    else:
+        path = Path(f"/tmp/kelpie-gateway-{os.getuid()}")
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise RuntimeError(
+            f"{path} is not a directory owned by this user (someone else may have created it); "
+            "set KELPIE_GATEWAY_STATE_DIR to a private directory"
+        )
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(path, 0o700)
+    return path
+
+
+class PairingFileError(RuntimeError):
+    """The pairing file cannot be used (unreadable, not JSON of the expected shape, or not private)."""
+
+
 @dataclass
-class _Entry:
+class PairingRecord:
+    """One issued token as stored: its digest, the client name and the creation time (Unix seconds)."""
+
+    digest: bytes
     client: str
-    issued: float
+    created: float
+    revoked: float | None = None
+
+
+def _stamp(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _parse_stamp(text: Any) -> float:
+    if not isinstance(text, str):
+        raise ValueError("time is not a string")
+    return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
 
 
 class TokenStore:
-    """SHA-256 digests of the issued bearer tokens, with the client name each was issued to."""
+    """SHA-256 digests of the issued bearer tokens, with the client name and creation time of each.
 
-    def __init__(self) -> None:
-        self._entries: dict[bytes, _Entry] = {}
+    ``path`` None keeps everything in memory (forgotten on restart); otherwise the store is the file
+    described in the module docstring. Raises :class:`PairingFileError` at construction when an existing
+    file cannot be read or is owned by another user; later I/O failures on issue/revoke raise ``OSError``.
+    """
 
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._active: dict[bytes, PairingRecord] = {}
+        self._revoked: dict[bytes, PairingRecord] = {}
+        self._seen: tuple[int, int, int] | None = None
+        if path is not None:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._reload(force=True)
+
+    # ------------------------------------------------------------------ file I/O
+    def _signature(self) -> tuple[int, int, int] | None:
+        assert self.path is not None
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return (info.st_ino, info.st_mtime_ns, info.st_size)
+
+    def _reload(self, *, force: bool = False) -> None:
+        if self.path is None:
+            return
+        signature = self._signature()
+        if not force and signature == self._seen:
+            return
+        self._active, self._revoked = self._read()
+        self._seen = signature
+
+    def _read(self) -> tuple[dict[bytes, PairingRecord], dict[bytes, PairingRecord]]:
+        assert self.path is not None
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return {}, {}
+        except OSError as exc:
+            raise PairingFileError(f"cannot open the pairing file {self.path}: {exc}") from None
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if info.st_uid != os.getuid():
+                raise PairingFileError(f"the pairing file {self.path} is owned by another user")
+            if stat.S_IMODE(info.st_mode) & 0o077:
+                os.fchmod(handle.fileno(), 0o600)  # never readable by others, whatever created it
+            raw = handle.read()
+        try:
+            data = json.loads(raw) if raw.strip() else {"version": FILE_VERSION}
+            if not isinstance(data, dict) or data.get("version") != FILE_VERSION:
+                raise ValueError(f"expected an object with version {FILE_VERSION}")
+            active = {p.digest: p for p in (self._entry(e, False) for e in data.get("pairings", []))}
+            revoked = {p.digest: p for p in (self._entry(e, True) for e in data.get("revoked", []))}
+        except (ValueError, TypeError, KeyError) as exc:
+            raise PairingFileError(
+                f"the pairing file {self.path} is not valid ({exc}); move it away to start with no pairings"
+            ) from None
+        return active, revoked
+
+    @staticmethod
+    def _entry(item: Any, revoked: bool) -> PairingRecord:
+        digest = bytes.fromhex(item["sha256"])
+        if len(digest) != 32 or not isinstance(item["client"], str):
+            raise ValueError("a pairing needs a 64-hex-digit sha256 and a client name")
+        return PairingRecord(
+            digest,
+            item["client"],
+            _parse_stamp(item["created"]),
+            _parse_stamp(item["revoked"]) if revoked else None,
+        )
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Exclusive ``flock`` on ``<file>.lock`` with the file re-read inside: the read-modify-write of
+        two hosts sharing the file never loses an issue or a revocation."""
+        if self.path is None:
+            yield
+            return
+        lock = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._reload(force=True)
+            yield
+            self._write()
+        finally:
+            os.close(lock)
+
+    def _write(self) -> None:
+        assert self.path is not None
+        revoked = sorted(self._revoked.values(), key=lambda p: p.revoked or 0.0)[-MAX_REVOKED:]
+        self._revoked = {p.digest: p for p in revoked}
+        data = {
+            "version": FILE_VERSION,
+            "comment": "kelpie-gateway pairings: SHA-256 digests of bearer tokens, never the tokens",
+            "pairings": [
+                {"client": p.client, "created": _stamp(p.created), "sha256": p.digest.hex()}
+                for p in sorted(self._active.values(), key=lambda p: p.created)
+            ],
+            "revoked": [
+                {
+                    "client": p.client,
+                    "created": _stamp(p.created),
+                    "revoked": _stamp(p.revoked or 0.0),
+                    "sha256": p.digest.hex(),
+                }
+                for p in revoked
+            ],
+        }
+        fd, tmp = tempfile.mkstemp(prefix=".pairings-", dir=self.path.parent)
+        try:
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=1)
+                handle.write("\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self._seen = self._signature()
+
+    # ------------------------------------------------------------------ API
     def issue(self, client: str) -> str:
-        """Create a new 256-bit token for ``client``; returns it (the only time it exists in clear)."""
+        """Create a new 256-bit token for ``client``; returns it (the only time it exists in clear).
+        The digest is saved before the token is returned, so an issued token survives a restart."""
         token = secrets.token_urlsafe(32)
-        self._entries[_digest(token)] = _Entry(client, time.time())
+        with self._locked():
+            self._active[_digest(token)] = PairingRecord(_digest(token), client, time.time())
         return token
 
-    def lookup(self, token: str | None) -> str | None:
-        """Return the client name of a valid bearer, else None. Constant time per stored digest."""
-        if not token:
-            return None
-        presented = _digest(token)
-        found: str | None = None
-        for stored, entry in list(self._entries.items()):
+    def _find(self, table: dict[bytes, PairingRecord], presented: bytes) -> PairingRecord | None:
+        found: PairingRecord | None = None
+        for stored, entry in list(table.items()):
             if hmac.compare_digest(stored, presented):
-                found = entry.client
+                found = entry
         return found
 
-    def revoke(self, token: str) -> bool:
-        """Forget exactly this token. Returns whether it was valid."""
+    def check(self, token: str | None) -> tuple[Verdict, PairingRecord | None]:
+        """Classify a presented bearer: ``valid`` (with its pairing), ``missing`` (no bearer), ``revoked``
+        (with the revoked pairing) or ``unknown``. Constant time per stored digest. Picks up changes
+        another host made to the shared file."""
+        if not token:
+            return "missing", None
+        with contextlib.suppress(PairingFileError, OSError):
+            self._reload()
         presented = _digest(token)
-        match: bytes | None = None
-        for stored in list(self._entries):
-            if hmac.compare_digest(stored, presented):
-                match = stored
-        if match is None:
-            return False
-        del self._entries[match]
+        active = self._find(self._active, presented)
+        if active is not None:
+            return "valid", active
+        revoked = self._find(self._revoked, presented)
+        if revoked is not None:
+            return "revoked", revoked
+        return "unknown", None
+
+    def lookup(self, token: str | None) -> str | None:
+        """Return the client name of a valid bearer, else None."""
+        verdict, entry = self.check(token)
+        return entry.client if verdict == "valid" and entry is not None else None
+
+    def revoke(self, token: str) -> bool:
+        """Forget exactly this token (kept as revoked, persistently). Returns whether it was valid."""
+        presented = _digest(token)
+        with self._locked():
+            match = self._find(self._active, presented)
+            if match is None:
+                return False
+            del self._active[match.digest]
+            match.revoked = time.time()
+            self._revoked[match.digest] = match
         return True
 
+    def pairings(self) -> list[PairingRecord]:
+        """The active pairings, oldest first (client names and creation times; digests only)."""
+        with contextlib.suppress(PairingFileError, OSError):
+            self._reload()
+        return sorted(self._active.values(), key=lambda p: p.created)
+
+    def revoked(self) -> list[PairingRecord]:
+        """The remembered revoked pairings, oldest revocation first."""
+        with contextlib.suppress(PairingFileError, OSError):
+            self._reload()
+        return sorted(self._revoked.values(), key=lambda p: p.revoked or 0.0)
+
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._active)
 
 
 @dataclass

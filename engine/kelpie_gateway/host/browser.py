@@ -129,8 +129,14 @@ class ChromiumRenderer:
         dialog_timeout_s: float = 60.0,
         guard: RedirectGuard | None = None,
         viewport: Mapping[str, int] | None = None,
+        headless: bool = True,
+        user_data_dir: str | None = None,
+        cdp_endpoint: str | None = None,
     ) -> None:
         self.viewport = dict(viewport or VIEWPORT)  # serve --viewport WxH
+        self.headless = headless
+        self.user_data_dir = user_data_dir
+        self.cdp_endpoint = cdp_endpoint
         self.executable = executable
         self.on_invalidate = on_invalidate
         self.log = log
@@ -183,28 +189,59 @@ class ChromiumRenderer:
 
     # ----------------------------------------------------------------- lifecycle
     async def start(self, first_url: str | None) -> None:
-        """Launch the browser, route-block non-loopback traffic and open ``first_url`` in the first tab."""
+        """Start the browser, route-block non-loopback traffic and open ``first_url`` in the first tab.
+
+        Three ways (issue 14): launch Chromium with a temporary profile (default; ``headless`` False for
+        ``--headed``), launch it on a persistent profile (``user_data_dir``: its first window's page is the
+        first tab), or attach over CDP to a Chromium already running (``cdp_endpoint``: its open pages
+        become tabs, the host opens ``first_url`` in a new one, and :meth:`close` only disconnects)."""
         self._pw = await async_playwright().start()
-        launch: dict[str, Any] = {"headless": True, "args": list(CHROMIUM_FLAGS)}
+        chromium = self._pw.chromium
+        options: dict[str, Any] = {"headless": self.headless, "args": list(CHROMIUM_FLAGS)}
         if self.executable:
-            launch["executable_path"] = self.executable
-        self._browser = await self._pw.chromium.launch(**launch)
-        self.description = f"chromium {self._browser.version} ({self.executable or 'playwright-managed'})"
-        self._context = await self._browser.new_context(viewport=self.viewport)  # type: ignore[arg-type]
+            options["executable_path"] = self.executable
+        where = self.executable or "playwright-managed"
+        if self.cdp_endpoint:
+            self._browser = await chromium.connect_over_cdp(self.cdp_endpoint)
+            contexts = self._browser.contexts
+            self._context = contexts[0] if contexts else await self._browser.new_context()
+            where = f"attached over CDP at {self.cdp_endpoint}; never closed by this host"
+        elif self.user_data_dir:
+            self._context = await chromium.launch_persistent_context(
+                self.user_data_dir,
+                viewport=self.viewport,  # type: ignore[arg-type]
+                **options,
+            )
+            self._browser = self._context.browser
+            where += f"; profile {self.user_data_dir}"
+        else:
+            self._browser = await chromium.launch(**options)
+            self._context = await self._browser.new_context(viewport=self.viewport)  # type: ignore[arg-type]
+        version = self._browser.version if self._browser is not None else "?"
+        mode = "attached" if self.cdp_endpoint else "headless" if self.headless else "headed"
+        self.description = f"chromium {version} {mode} ({where})"
         if self.guard is not None:
             await self._context.route("**/*", self._route)
         self._context.on("page", self._on_page)
-        page = await self._context.new_page()
-        tab = self._adopt(page)
+        existing = [self._adopt(page) for page in self._context.pages]
+        if existing and not self.cdp_endpoint:
+            tab = existing[0]  # a persistent profile's first window
+        else:
+            tab = self._adopt(await self._context.new_page())
         self._selected = tab.tab_id
         await self._ready(tab)
         if first_url:
-            await page.goto(first_url, wait_until="load")
+            await tab.page.goto(first_url, wait_until="load")
 
     async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            if self._browser is not None:
-                await self._browser.close()
+        """Close the browser this host launched; an attached one (``cdp_endpoint``) is only disconnected:
+        it keeps running with its tabs."""
+        if not self.cdp_endpoint:
+            with contextlib.suppress(Exception):
+                if self._browser is not None:
+                    await self._browser.close()
+                elif self._context is not None:
+                    await self._context.close()
         with contextlib.suppress(Exception):
             if self._pw is not None:
                 await self._pw.stop()

@@ -3,12 +3,17 @@
 Commands (exit status 0 = success):
 
 * ``serve``  run the host (browser + gateway + loopback HTTP); see ``serve --help``.
+* ``mcp``    MCP over stdio for MCP clients that launch servers (browser + gateway, no pairing: the
+  parent owns the pipe); exits when stdin closes. Same site, browser and config flags as ``serve``.
 * ``call METHOD --params JSON``  forward one canonical request to a running host. Exit 0 success,
   1 refused (nothing happened), 3 unknown outcome (``mayHaveCompleted:true``: observe before acting),
   2 usage or transport error (no host, HTTP 401, …).
 * ``pair request`` ask a running host for a token (the operator approves the printed code); the token is
   written to a 0600 file and never printed. ``pair approve CODE`` / ``pair deny CODE`` / ``pair pending``
-  talk to the host's admin Unix socket. ``pair revoke`` revokes the saved token.
+  talk to the host's admin Unix socket. ``pair revoke`` revokes the saved token. ``pair list`` shows the
+  client names and creation times saved in the host's pairing file (never tokens).
+* ``--version`` (also ``serve --version``, ``mcp --version``): the package, contract and MCP revisions.
+* ``build-abi --prefix P``  build the relocatable C library tree from the sources the package carries.
 * ``demo``  the main job: a host on the built-in fixture site and an MCP SDK journey, step by step.
 """
 
@@ -24,6 +29,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -158,7 +164,7 @@ def _admin(path: Path, method: str, route: str, body: Any = None) -> tuple[int, 
 def _sockets(args: argparse.Namespace) -> list[Path]:
     if args.socket:
         return [Path(args.socket)]
-    from kelpie_gateway.host.server import state_dir
+    from kelpie_gateway.host.auth import state_dir  # light: the CLI never loads aiohttp or Playwright
 
     return sorted(state_dir().glob("admin-*.sock"))
 
@@ -166,6 +172,8 @@ def _sockets(args: argparse.Namespace) -> list[Path]:
 def cmd_pair(args: argparse.Namespace) -> int:
     if args.action == "request":
         return _pair_request(args)
+    if args.action == "list":
+        return _pair_list(args)
     if args.action == "revoke":
         token = _token(args)
         if not token:
@@ -212,6 +220,33 @@ def cmd_pair(args: argparse.Namespace) -> int:
     return 1
 
 
+def _pair_list(args: argparse.Namespace) -> int:
+    """Client names and creation times from the pairing file (never tokens; no host needs to run)."""
+    from kelpie_gateway.host.auth import PairingFileError, TokenStore, default_pairings_file
+
+    path = Path(args.pairings) if args.pairings else default_pairings_file()
+    if not path.exists():
+        print(f"no pairings ({path} does not exist)")
+        return 0
+    try:
+        store = TokenStore(path)
+    except (PairingFileError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    stamp = "%Y-%m-%d %H:%M:%S UTC"
+    active = store.pairings()
+    print(f"{len(active)} paired client(s) in {path}:")
+    for entry in active:
+        print(f"  {entry.client!r:40} paired {time.strftime(stamp, time.gmtime(entry.created))}")
+    revoked = store.revoked()
+    if revoked:
+        print(f"{len(revoked)} revoked token(s) remembered (still refused); the latest:")
+        for entry in revoked[-5:]:
+            when = time.strftime(stamp, time.gmtime(entry.revoked or 0))
+            print(f"  {entry.client!r:40} revoked {when}")
+    return 0
+
+
 def _pair_request(args: argparse.Namespace) -> int:
     print(
         "asking the host to pair; approve the code it prints with `kelpie-gateway pair approve CODE`",
@@ -244,26 +279,70 @@ def _pair_request(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------- serve / demo
-def cmd_serve(args: argparse.Namespace) -> int:
-    from kelpie_gateway.host.app import ServeOptions, serve
+# ---------------------------------------------------------------------- serve / mcp / demo
+def version_text() -> str:
+    """``kelpie-gateway X.Y.Z (contract v1 revision 1.1; MCP …)``: what ``--version`` prints."""
+    from kelpie_gateway import MCP_PROTOCOL_VERSIONS, __version__
 
+    return f"kelpie-gateway {__version__} (contract v1 revision 1.1; MCP {', '.join(MCP_PROTOCOL_VERSIONS)})"
+
+
+class _Version(argparse.Action):
+    """``--version``: prints :func:`version_text` on one line (argparse's own action re-wraps it)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
+def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "site": Path(args.site) if args.site else None,
+        "browser": args.browser,
+        "browser_executable": args.browser_executable,
+        "headed": args.headed,
+        "user_data_dir": args.user_data_dir,
+        "cdp_endpoint": args.cdp_endpoint,
+        "config_file": Path(args.config) if args.config else None,
+        "via_abi": args.via_abi,
+        "abi_library": args.abi_library,
+        "allowed_origins": args.allowed_origins,
+        "blocked_origins": args.blocked_origins,
+        "read_only": args.read_only,
+        "extensions_include": _globs(args.extensions_include),
+        "extensions_exclude": _globs(args.extensions_exclude) or [],
+        "viewport": args.viewport,
+    }
+
+
+def _host_missing(exc: ImportError) -> int:
+    print(
+        f"error: the reference host needs its extra dependencies ({exc.name or exc}): "
+        "pip install 'kelpie-browser-gateway[host]'",
+        file=sys.stderr,
+    )
+    return 2
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from kelpie_gateway.host.app import ServeOptions, serve
+    except ImportError as exc:
+        return _host_missing(exc)
+    from kelpie_gateway.host.auth import default_pairings_file
+
+    pairings = None if args.pairings == "memory" else Path(args.pairings or default_pairings_file())
     opts = ServeOptions(
         port=args.port,
         bind=args.bind,
-        site=Path(args.site) if args.site else None,
-        browser=args.browser,
-        browser_executable=args.browser_executable,
-        via_abi=args.via_abi,
-        abi_library=args.abi_library,
         approve_pairing=args.approve_pairing,
         pairing_timeout_s=args.pairing_timeout,
-        allowed_origins=args.allowed_origins,
-        blocked_origins=args.blocked_origins,
-        read_only=args.read_only,
-        extensions_include=_globs(args.extensions_include),
-        extensions_exclude=_globs(args.extensions_exclude) or [],
+        pairings_file=pairings,
         **_serve_extras(args),
+        **_browser_options(args),
     )
     try:
         return asyncio.run(serve(opts))
@@ -279,7 +358,7 @@ def _globs(raw: str | None) -> list[str] | None:
 
 
 def _serve_extras(args: argparse.Namespace) -> dict[str, Any]:
-    """``--viewport``, ``--audit-log``, ``--connect`` and friends as :class:`ServeOptions` fields."""
+    """``--audit-log``, ``--connect`` and friends as :class:`ServeOptions` fields."""
     from kelpie_gateway.host.tunnel import TunnelOptions
 
     connect = None
@@ -292,7 +371,6 @@ def _serve_extras(args: argparse.Namespace) -> dict[str, Any]:
             backoff_max_s=args.connect_backoff_max,
         )
     return {
-        "viewport": args.viewport,
         "audit_log": Path(args.audit_log) if args.audit_log else None,
         "audit_max_bytes": args.audit_max_bytes,
         "connect": connect,
@@ -350,16 +428,103 @@ def add_transport_flags(cmd: argparse.ArgumentParser) -> None:
     )
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from kelpie_gateway.host.app import BrowserOptions
+        from kelpie_gateway.host.stdio import main_stdio
+    except ImportError as exc:
+        return _host_missing(exc)
+    return main_stdio(BrowserOptions(**_browser_options(args)))
+
+
+def cmd_build_abi(args: argparse.Namespace) -> int:
+    """Build the relocatable C library tree (docs/c-abi.md) from the sources this package carries."""
+    import subprocess
+
+    import kelpie_gateway
+
+    script = Path(kelpie_gateway.__file__).resolve().parent / "abi" / "build_abi.py"
+    if not script.is_file():
+        print(
+            f"error: {script} is missing: this install does not carry the C library's sources",
+            file=sys.stderr,
+        )
+        return 2
+    command = [sys.executable, str(script), "--prefix", args.prefix, *(["--force"] if args.force else [])]
+    return subprocess.call(command)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from kelpie_gateway.host.demo import run_demo
 
     return run_demo(via_abi=args.via_abi, browser_executable=args.browser_executable)
 
 
+def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
+    """The site, browser and gateway flags ``serve`` and ``mcp`` share."""
+    cmd.add_argument("--version", action=_Version)
+    cmd.add_argument("--site", help="folder of pages to serve and open (default: the built-in fixture site)")
+    cmd.add_argument(
+        "--browser",
+        choices=["chromium", "none"],
+        default="chromium",
+        help="chromium (default) or none: the no-renderer fallback (browserAvailable:false)",
+    )
+    cmd.add_argument("--browser-executable", help="Chromium binary (default /usr/bin/chromium if present)")
+    cmd.add_argument(
+        "--headed", action="store_true", help="show the browser window (needs a display: DISPLAY)"
+    )
+    cmd.add_argument(
+        "--user-data-dir",
+        metavar="DIR",
+        help="persistent Chromium profile (cookies, storage; default: an isolated temporary profile)",
+    )
+    cmd.add_argument(
+        "--cdp-endpoint",
+        metavar="URL",
+        help="attach to a Chromium already started with --remote-debugging-port on loopback "
+        "(e.g. http://127.0.0.1:9222); it is never closed by this host",
+    )
+    cmd.add_argument(
+        "--config",
+        metavar="FILE",
+        help='gateway settings as JSON (CONTRACT.md §2), e.g. {"allowActions": false} for a read-only session',
+    )
+    cmd.add_argument("--via-abi", action="store_true", help="drive every transaction through the C library")
+    cmd.add_argument("--abi-library", help="path of libkelpie_browser_gateway.so (default: build/abi/lib)")
+    cmd.add_argument(
+        "--allowed-origins",
+        help="site policy: comma-separated origins or globs the browser may load (e.g. "
+        "'https://example.com,http://localhost:*,*.example.org'); default: every http(s) origin",
+    )
+    cmd.add_argument(
+        "--blocked-origins",
+        help="site policy: comma-separated origins or globs the browser must not load (wins over --allowed-origins)",
+    )
+    cmd.add_argument(
+        "--read-only",
+        action="store_true",
+        help="allowActions:false: only reads (snapshot, screenshot, tabs.list, wait_for_text, dialog_observe)",
+    )
+    cmd.add_argument(
+        "--extensions-include", help="comma-separated globs of extension names to offer (default: all)"
+    )
+    cmd.add_argument(
+        "--extensions-exclude", help="comma-separated globs of extension names to hide (wins over include)"
+    )
+    cmd.add_argument(
+        "--viewport",
+        type=_viewport,
+        metavar="WxH",
+        help="browser viewport in CSS pixels (default 1280x800)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kelpie-gateway", description="Kelpie browser gateway: reference Linux host"
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the host: headless Chromium + gateway + loopback HTTP")
@@ -369,18 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--bind", default="127.0.0.1", help="loopback address to bind (non-loopback is refused)"
     )
-    serve.add_argument(
-        "--site", help="folder of pages to serve and open (default: the built-in fixture site)"
-    )
-    serve.add_argument(
-        "--browser",
-        choices=["chromium", "none"],
-        default="chromium",
-        help="chromium (default) or none: the no-renderer fallback (browserAvailable:false)",
-    )
-    serve.add_argument("--browser-executable", help="Chromium binary (default /usr/bin/chromium if present)")
-    serve.add_argument("--via-abi", action="store_true", help="drive every transaction through the C library")
-    serve.add_argument("--abi-library", help="path of libkelpie_browser_gateway.so (default: build/abi/lib)")
+    _add_browser_flags(serve)
     serve.add_argument(
         "--approve-pairing",
         choices=["manual", "auto"],
@@ -391,36 +545,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--pairing-timeout", type=float, default=120.0, help="seconds a pairing request waits (default 120)"
     )
     serve.add_argument(
-        "--allowed-origins",
-        help="site policy: comma-separated origins or globs the browser may load (e.g. "
-        "'https://example.com,http://localhost:*,*.example.org'); default: every http(s) origin",
-    )
-    serve.add_argument(
-        "--blocked-origins",
-        help="site policy: comma-separated origins or globs the browser must not load (wins over --allowed-origins)",
-    )
-    serve.add_argument(
-        "--read-only",
-        action="store_true",
-        help="allowActions:false: only reads (snapshot, screenshot, tabs.list, wait_for_text, dialog_observe)",
-    )
-    serve.add_argument(
-        "--extensions-include", help="comma-separated globs of extension names to offer (default: all)"
-    )
-    serve.add_argument(
-        "--extensions-exclude", help="comma-separated globs of extension names to hide (wins over include)"
-    )
-    serve.add_argument(
-        "--viewport",
-        type=_viewport,
-        metavar="WxH",
-        help="browser viewport in CSS pixels (default 1280x800)",
+        "--pairings",
+        metavar="FILE",
+        help="pairing file (token digests, 0600; default $KELPIE_GATEWAY_PAIRINGS or "
+        "$XDG_STATE_HOME/kelpie-gateway/pairings.json); 'memory' = forget pairings on exit",
     )
     serve.add_argument(
         "--no-listen", action="store_true", help="serve only through --connect (no loopback HTTP routes)"
     )
     add_transport_flags(serve)
     serve.set_defaults(func=cmd_serve)
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="MCP over stdio (for MCP clients that launch servers): browser + gateway, no pairing",
+        description="MCP over stdio: newline-delimited JSON-RPC on stdin/stdout, logs on stderr; exits when "
+        "stdin closes. No pairing: the client that launched the process owns it.",
+    )
+    _add_browser_flags(mcp)
+    mcp.set_defaults(func=cmd_mcp)
 
     call = sub.add_parser(
         "call",
@@ -441,7 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
     call.set_defaults(func=cmd_call)
 
     pair = sub.add_parser("pair", help="pairing: request a token, approve/deny codes, revoke")
-    pair.add_argument("action", choices=["request", "approve", "deny", "pending", "revoke"])
+    pair.add_argument("action", choices=["request", "approve", "deny", "pending", "revoke", "list"])
     pair.add_argument("code", nargs="?", help="the code the host printed (approve/deny)")
     pair.add_argument(
         "--url", help=f"host URL (request/revoke; default $KELPIE_GATEWAY_URL or {DEFAULT_URL})"
@@ -450,7 +593,17 @@ def build_parser() -> argparse.ArgumentParser:
     pair.add_argument("--token", help=argparse.SUPPRESS)
     pair.add_argument("--token-file", help="where the token is saved/read")
     pair.add_argument("--socket", help="admin socket of the host (default: every running host's)")
+    pair.add_argument("--pairings", metavar="FILE", help="the host's pairing file (list; default as serve)")
     pair.set_defaults(func=cmd_pair)
+
+    build_abi = sub.add_parser(
+        "build-abi",
+        help="build the C library (libkelpie_browser_gateway.so) as a relocatable tree under PREFIX",
+        description="Needs a C compiler and this Python's headers and shared libpython; see docs/c-abi.md.",
+    )
+    build_abi.add_argument("--prefix", required=True, help="install tree (include/, lib/, lib/pkgconfig/)")
+    build_abi.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    build_abi.set_defaults(func=cmd_build_abi)
 
     demo = sub.add_parser("demo", help="the host on the fixture site + an MCP SDK journey, step by step")
     demo.add_argument("--via-abi", action="store_true", help="run the host through the C library")

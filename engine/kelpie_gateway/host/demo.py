@@ -108,11 +108,11 @@ async def run_journey(url: str, token: str, *, out: Any = None) -> None:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     out = out or sys.stdout
     _line("MCP client: official Python SDK over Streamable HTTP", out)
-    http = create_mcp_http_client(
+    # Public API only: the SDK takes any httpx2.AsyncClient; ours carries the bearer.
+    http = httpx2.AsyncClient(
         headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30.0, read=60.0)
     )
     async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy") as client:
@@ -187,7 +187,8 @@ def url_of(base: str, page: str) -> str:
 
 def run_demo(*, via_abi: bool = False, browser_executable: str | None = None) -> int:
     """Run the host and the journey; prints each step. Returns the exit status."""
-    args = ["--approve-pairing", "auto"]
+    # The demo's own pairing is throwaway: kept in memory, never added to the operator's pairing file.
+    args = ["--approve-pairing", "auto", "--pairings", "memory"]
     if via_abi:
         args.append("--via-abi")
     if browser_executable:

@@ -22,6 +22,18 @@ from typing import Any
 ENGINE_DIR = Path(__file__).resolve().parents[2]
 
 
+def terminate(proc: subprocess.Popen[Any], grace_s: float = 15.0) -> int:
+    """Stop a child process: SIGTERM, wait up to ``grace_s``, then SIGKILL. Returns its exit status."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    return int(proc.returncode)
+
+
 class HostError(RuntimeError):
     """The host did not start (its output so far is in the message)."""
 
@@ -109,13 +121,7 @@ class HostProcess:
         proc = self._proc
         if proc is None:
             return None
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        terminate(proc)
         if self._reader is not None:
             self._reader.join(5)
         return proc.returncode

@@ -17,7 +17,7 @@ Status rules, in the order they are checked:
    (DNS rebinding), on every route.
 2. Missing or unknown ``Authorization: Bearer`` -> 401 (every route but ``POST /v1/pair``).
 3. Any ``Origin`` header, including ``null`` -> 403 (on every route; browsers' pages never talk to the host).
-4. ``/mcp`` only: an explicit ``MCP-Protocol-Version`` other than 2025-06-18 / 2025-11-25 -> 400.
+4. ``/mcp`` only: an explicit ``MCP-Protocol-Version`` the engine does not speak (``MCP_VERSIONS``) -> 400.
 5. ``Content-Type`` not ``application/json`` -> 415.
 6. Body over 4 MiB (``Content-Length`` or counted while streaming) -> 413, not read past the cap.
 7. Malformed JSON -> 400 (canonical: the ``INVALID_JSON`` envelope; ``/mcp``: JSON-RPC -32700).
@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import stat
 import sys
 from collections.abc import Callable
 from http import HTTPStatus
@@ -42,7 +41,9 @@ from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 from aiohttp.web_server import Server
 
+from kelpie_gateway import MCP_PROTOCOL_VERSIONS
 from kelpie_gateway.host.auth import Pairing, TokenStore
+from kelpie_gateway.host.auth import state_dir as state_dir  # re-exported: it moved to auth (a light import)
 from kelpie_gateway.host.driver import Caller, Driver
 
 JsonObject = dict[str, Any]
@@ -51,7 +52,8 @@ MAX_BODY = 4 * 1024 * 1024
 BODY_READ_TIMEOUT_S = float(os.environ.get("KELPIE_GATEWAY_BODY_TIMEOUT_S", "30"))
 """A request body must arrive within this many seconds (408 otherwise): a stalled or broken body never
 holds a connection and its handler forever."""
-MCP_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})
+MCP_VERSIONS = frozenset(MCP_PROTOCOL_VERSIONS)
+"""``MCP-Protocol-Version`` values admitted on ``/mcp``: exactly the revisions the engine speaks."""
 LOOPBACK_BINDS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -153,6 +155,24 @@ def _http_status(response: Any) -> int:
     return 200
 
 
+PAIR_AGAIN = (
+    "pair again: `kelpie-gateway pair request` (or POST /v1/pair), then send Authorization: Bearer <token>"
+)
+
+
+def unauthorized_message(verdict: str) -> str:
+    """The 401 message for a bearer verdict of :meth:`TokenStore.check` (``missing``, ``unknown`` or
+    ``revoked``): why the bearer was refused, then how to pair again. Never echoes the token."""
+    if verdict == "revoked":
+        return f"this bearer token was revoked: {PAIR_AGAIN}"
+    if verdict == "unknown":
+        return (
+            "this bearer token is unknown to this host (never issued by it, or its pairing file was reset): "
+            + PAIR_AGAIN
+        )
+    return "a paired bearer token is required: pair with `kelpie-gateway pair request` (or POST /v1/pair)"
+
+
 def _rpc_refusal(_code: str, message: str) -> JsonObject:
     """A transport refusal on ``/mcp``: JSON-RPC -32600."""
     return _rpc_error(-32600, message)
@@ -225,14 +245,13 @@ class HostServer:
 
     def _check_bearer(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> str:
         token = self._bearer(request)
-        if token is None or self.tokens.lookup(token) is None:
-            raise _Refused(
-                _json(
-                    401,
-                    err("NOT_AUTHORIZED", "a paired bearer token is required (POST /v1/pair)"),
-                    {"WWW-Authenticate": 'Bearer realm="kelpie-gateway"'},
-                )
-            )
+        verdict, _entry = self.tokens.check(token)
+        if token is None or verdict != "valid":
+            message = unauthorized_message(verdict)
+            challenge = 'Bearer realm="kelpie-gateway"'
+            if verdict != "missing":
+                challenge += f', error="invalid_token", error_description="{message.split(":")[0]}"'
+            raise _Refused(_json(401, err("NOT_AUTHORIZED", message), {"WWW-Authenticate": challenge}))
         return token
 
     def _admit(
@@ -391,7 +410,13 @@ class HostServer:
             )
         decision = await self.pairing.wait(pending)
         if decision == "approved":
-            token = self.tokens.issue(client)
+            try:
+                token = self.tokens.issue(client)
+            except (OSError, RuntimeError) as exc:  # the pairing file: errors are values, never a 500 trace
+                self.log(f"pairing for client {client!r} failed: the pairing file: {exc}")
+                return _json(
+                    500, err("INTERNAL", f"the host could not save the pairing: {type(exc).__name__}")
+                )
             self.log(f"paired client {client!r}")
             return _json(200, {"token": token, "client": client}, {"Cache-Control": "no-store"})
         if decision == "denied":
@@ -411,34 +436,18 @@ class HostServer:
         except _Refused as refused:
             return refused.response
         client = self.tokens.lookup(token)
-        self.tokens.revoke(token)
+        try:
+            self.tokens.revoke(token)
+        except (OSError, RuntimeError) as exc:
+            self.log(f"revoking the token of client {client!r} failed: the pairing file: {exc}")
+            return _json(
+                500, err("INTERNAL", f"the host could not save the revocation: {type(exc).__name__}")
+            )
         self.log(f"revoked the token of client {client!r}")
         return _json(200, {"revoked": True})
 
 
 # ---------------------------------------------------------------------- operator admin socket
-def state_dir() -> Path:
-    """Directory of the admin sockets: ``$KELPIE_GATEWAY_STATE_DIR``, else ``$XDG_RUNTIME_DIR/kelpie-gateway``,
-    else ``/tmp/kelpie-gateway-<uid>``. Created with mode 0700."""
-    explicit = os.environ.get("KELPIE_GATEWAY_STATE_DIR")
-    if explicit:
-        path = Path(explicit)
-    elif os.environ.get("XDG_RUNTIME_DIR"):
-        path = Path(os.environ["XDG_RUNTIME_DIR"]) / "kelpie-gateway"
-    else:
-        path = Path(f"/tmp/kelpie-gateway-{os.getuid()}")
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = os.lstat(path)
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise RuntimeError(
-            f"{path} is not a directory owned by this user (someone else may have created it); "
-            "set KELPIE_GATEWAY_STATE_DIR to a private directory"
-        )
-    if stat.S_IMODE(info.st_mode) != 0o700:
-        os.chmod(path, 0o700)
-    return path
-
-
 def admin_app(pairing: Pairing, log: Callable[[str], None]) -> web.Application:
     """The operator's pairing API on a Unix socket (mode 0600): ``POST /pair/approve|deny {"code"}``,
     ``GET /pair/pending``. Only the user running the host can reach it."""

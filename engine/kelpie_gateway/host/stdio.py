@@ -1,0 +1,196 @@
+"""``kelpie-gateway mcp``: MCP over stdio, the way MCP clients launch servers (issue 14; CONTRACT.md §7).
+
+One process holds the browser and the gateway; the parent (the MCP client) owns the pipes:
+
+* **stdin**: newline-delimited JSON-RPC messages (UTF-8, one message per line, no embedded newlines, as
+  the MCP stdio transport says). Each line goes to ``Gateway.begin_mcp`` unchanged, so every revision and
+  rule the engine speaks (handshake versions, the stateless revision, batches refused ``-32600``, the
+  4 MiB cap) applies here exactly as on ``POST /mcp``. A line over 4 MiB is not buffered: its first
+  4 MiB + 1 bytes go to the engine, which refuses it unparsed, and the rest of the line is discarded.
+  Blank lines are ignored.
+* **stdout**: one JSON-RPC response per line, nothing else. At start the process moves its own file
+  descriptor 1 to a private descriptor and points fd 1 at stderr, so a stray ``print`` or a child process
+  (Playwright's driver, Chromium) can never corrupt the channel; fd 0 becomes ``/dev/null`` likewise.
+* **stderr**: the operator log (start-up, one ``tx`` line per transaction).
+* Messages run concurrently (each one is its own transaction task), so ``notifications/cancelled`` reaches
+  an in-flight ``tools/call`` and a recovery extension can answer a dialog while a click waits; responses
+  are written whole, one per line, in completion order (JSON-RPC ids pair them).
+* No pairing and no bearer: whoever holds the pipe is the client the operator launched.
+* When stdin closes (or on SIGTERM/SIGINT), the process stops reading, lets in-flight transactions finish
+  (bounded by :data:`DRAIN_S`), closes the browser it launched (an attached one is only disconnected)
+  and exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+import orjson
+
+from kelpie_gateway.host.app import BrowserOptions, BrowserStack, StartError, start_stack
+
+MAX_LINE = 4 * 1024 * 1024
+"""The request cap of CONTRACT.md §8; the engine refuses anything longer without parsing it."""
+DRAIN_S = 15.0
+"""How long in-flight transactions may take to finish after stdin closed."""
+_CHUNK = 64 * 1024
+
+
+def stderr_log(message: str) -> None:
+    """One operator log line on stderr (stdout belongs to JSON-RPC)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def take_stdio() -> tuple[int, BinaryIO]:
+    """Claim the process's stdin and stdout for JSON-RPC: returns ``(input_fd, output_file)`` on private
+    descriptors, with fd 0 re-pointed at ``/dev/null`` and fd 1 at stderr for everything else."""
+    rpc_in = os.dup(0)
+    rpc_out = os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    for fd in (rpc_in, rpc_out):
+        os.set_inheritable(fd, False)
+    return rpc_in, os.fdopen(rpc_out, "wb", buffering=0)
+
+
+class LineReader:
+    """Reads ``fd`` on a thread and hands complete lines (bytes, without the newline; over-long lines
+    cut to ``MAX_LINE + 1`` bytes) to ``deliver`` on the event loop; ``deliver(None)`` at end of input."""
+
+    def __init__(
+        self, fd: int, loop: asyncio.AbstractEventLoop, deliver: Callable[[bytes | None], None]
+    ) -> None:
+        self.fd = fd
+        self.loop = loop
+        self.deliver = deliver
+        self.thread = threading.Thread(target=self._run, name="kelpie-stdin", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _send(self, line: bytes | None) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: the process is exiting
+            self.loop.call_soon_threadsafe(self.deliver, line)
+
+    def _run(self) -> None:
+        buffer = bytearray()
+        overflow = False
+        while True:
+            try:
+                chunk = os.read(self.fd, _CHUNK)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            start = 0
+            while True:
+                newline = chunk.find(b"\n", start)
+                piece = chunk[start:] if newline < 0 else chunk[start:newline]
+                if not overflow:
+                    room = MAX_LINE + 1 - len(buffer)
+                    buffer += piece[:room]
+                    overflow = len(piece) > room or len(buffer) > MAX_LINE
+                if newline < 0:
+                    break
+                self._send(bytes(buffer))
+                buffer.clear()
+                overflow = False
+                start = newline + 1
+        if buffer.strip():
+            self._send(bytes(buffer))  # a last message without its newline still counts
+        self._send(None)
+
+
+class StdioServer:
+    """The JSON-RPC loop over one :class:`BrowserStack`; see the module docstring."""
+
+    def __init__(
+        self, stack: BrowserStack, rpc_in: int, rpc_out: BinaryIO, log: Callable[[str], None]
+    ) -> None:
+        self.stack = stack
+        self.rpc_in = rpc_in
+        self.rpc_out = rpc_out
+        self.log = log
+        self.closed = asyncio.Event()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.broken = False
+
+    def _deliver(self, line: bytes | None) -> None:
+        if line is None:
+            self.closed.set()
+            return
+        if not line.strip() or self.closed.is_set():
+            return
+        task = asyncio.ensure_future(self._handle(line))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _handle(self, line: bytes) -> None:
+        step = await self.stack.driver.mcp(line)
+        response = step.get("response")
+        if response is not None:
+            self.write(response)
+
+    def write(self, message: Any) -> None:
+        """Write one JSON-RPC message as one line; a closed pipe ends the session (never raises)."""
+        if self.broken:
+            return
+        try:
+            self.rpc_out.write(orjson.dumps(message) + b"\n")
+        except (BrokenPipeError, OSError, ValueError):
+            self.broken = True
+            self.closed.set()
+
+    async def run(self) -> None:
+        """Serve until stdin closes (or :attr:`closed` is set), then drain in-flight transactions."""
+        LineReader(self.rpc_in, asyncio.get_running_loop(), self._deliver).start()
+        await self.closed.wait()
+        if self.tasks:
+            _done, pending = await asyncio.wait(set(self.tasks), timeout=DRAIN_S)
+            if pending:
+                self.log(f"{len(pending)} transaction(s) still running after {DRAIN_S:g} s: abandoned")
+
+
+async def run_stdio(opts: BrowserOptions, rpc_in: int, rpc_out: BinaryIO) -> int:
+    """Start the browser stack and serve MCP on the given descriptors until end of input. Returns the exit
+    status (0, or 1/2 when the stack cannot start: the reason is on stderr)."""
+    log = stderr_log
+    try:
+        stack = await start_stack(opts, log)
+    except StartError as exc:
+        log(f"error: kelpie-gateway mcp could not start: {exc}")
+        return exc.status
+    server = StdioServer(stack, rpc_in, rpc_out, log)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, server.closed.set)
+    core = f"C library {getattr(stack.gateway, 'path', '')}" if opts.via_abi else "Python API"
+    log(f"kelpie-gateway mcp: MCP over stdio (newline-delimited JSON-RPC); gateway via {core}")
+    log(f"site {stack.site_root} at {stack.site_url.rsplit('/', 1)[0]}/")
+    log(f"browser {getattr(stack.renderer, 'description', 'none')}")
+    try:
+        await server.run()
+    finally:
+        log("stdin closed: shutting down" if not server.broken else "stdout closed: shutting down")
+        await stack.close()
+    return 0
+
+
+def main_stdio(opts: BrowserOptions) -> int:
+    """``kelpie-gateway mcp``: claim stdio, run, exit status."""
+    rpc_in, rpc_out = take_stdio()
+    try:
+        return asyncio.run(run_stdio(opts, rpc_in, rpc_out))
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,184 @@
+"""``kelpie-gateway mcp``: MCP over stdio, launched the way MCP clients launch servers (issue 14).
+
+Real headless Chromium on the built-in fixture site; the clients are the official Python SDK (its stdio
+client spawns the command), the official TypeScript SDK (its StdioClientTransport) and raw pipes for the
+rules a user notices: stdout carries only JSON-RPC, 2025-03-26 is accepted, over-long lines are refused,
+the process exits when stdin closes, ``--config`` makes a read-only session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+from stdio_testlib import KELPIE, ROOT, StdioHost, run_async
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def test_python_sdk_stdio_journey() -> None:
+    """The SDK launches ``kelpie-gateway mcp`` and drives a click with a visible effect and a screenshot."""
+
+    async def journey() -> dict[str, object]:
+        server = StdioServerParameters(command=str(KELPIE), args=["mcp"])
+        async with Client(server, mode="legacy") as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+
+            async def control(method: str, params: dict[str, object]) -> dict[str, object]:
+                for _ in range(6):
+                    result = await client.call_tool(
+                        "kelpie_browser_control", {"method": method, "params": params}
+                    )
+                    envelope = result.structured_content
+                    assert isinstance(envelope, dict), result
+                    error = envelope.get("error") or {}
+                    if envelope["success"] or not error.get("retryable") or envelope.get("mayHaveCompleted"):
+                        break
+                    await asyncio.sleep(0.2)
+                assert envelope["success"], envelope
+                return dict(envelope["result"])
+
+            tabs = (await control("tabs.list", {}))["tabs"]
+            tab = next(t for t in tabs if t["active"])  # type: ignore[union-attr]
+            snapshot = await control("tab.snapshot", {"tabId": tab["tabId"]})
+            button = next(
+                e for e in snapshot["elements"] if e["tag"] == "button" and "Increment" in e["label"]
+            )  # type: ignore[union-attr]
+            await control("tab.click", {"tabId": tab["tabId"], "ref": button["ref"]})
+            after = await control("tab.snapshot", {"tabId": tab["tabId"]})
+            shot = await client.call_tool(
+                "kelpie_browser_control", {"method": "tab.screenshot", "params": {"tabId": tab["tabId"]}}
+            )
+            return {
+                "protocol": client.protocol_version,
+                "tools": tools,
+                "title": tab["title"],
+                "text": after["text"],
+                "images": [
+                    (b.type, getattr(b, "mime_type", None)) for b in shot.content if b.type == "image"
+                ],
+            }
+
+    seen = run_async(journey())
+    assert seen["protocol"] in ("2025-06-18", "2025-11-25")
+    assert "kelpie_browser_control" in seen["tools"]  # type: ignore[operator]
+    assert seen["title"] == "Kelpie fixture site"
+    assert "Clicked 1 times" in str(seen["text"])
+    assert seen["images"] == [("image", "image/png")]
+
+
+def test_typescript_sdk_stdio_journey() -> None:
+    node = shutil.which("node")
+    assert node, "node is required (tools/build.d/40-node.sh installs it)"
+    assert (ROOT / "tools/node/node_modules/@modelcontextprotocol/sdk").is_dir(), (
+        "run tools/dev setup (npm ci)"
+    )
+    done = subprocess.run(
+        [node, str(ROOT / "tools/node/mcp-stdio-journey.mjs"), str(KELPIE), "mcp"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT / "tools/node",
+    )
+    steps = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [s["step"] for s in steps] == [
+        "initialize",
+        "tools/list",
+        "tabs.list",
+        "snapshot+click",
+        "screenshot",
+        "close",
+    ], (
+        done.stdout,
+        done.stderr[-2000:],
+    )
+    assert all(s["ok"] for s in steps), steps
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_raw_client_2025_03_26_line_rules_and_exit_on_stdin_close() -> None:
+    with StdioHost() as host:
+        init = host.initialize("2025-03-26")
+        assert init["result"]["protocolVersion"] == "2025-03-26"
+        assert init["result"]["serverInfo"]["name"] == "kelpie-browser-gateway"
+
+        host.send_raw(b"\n   \n")  # blank lines are not messages: no answer
+        host.send([{"jsonrpc": "2.0", "id": 5, "method": "ping"}])  # batches are refused
+        batch = host.recv()
+        assert batch["error"]["code"] == -32600 and batch["id"] is None
+
+        # A line over the 4 MiB cap is refused without being parsed, and the next line still works.
+        host.send_raw(
+            b'{"jsonrpc":"2.0","id":6,"method":"ping","params":{"pad":"' + b"x" * (4 * 1024 * 1024) + b'"}}\n'
+        )
+        too_large = host.recv()
+        assert too_large["error"]["code"] == -32600 and too_large["id"] is None
+        assert host.request(7, "ping")["result"] == {}
+
+        envelope = host.control(8, "tabs.list", {})
+        assert envelope["success"] and envelope["result"]["tabs"][0]["title"] == "Kelpie fixture site"
+
+        host.close_stdin()
+        assert host.wait(60) == 0
+        assert host.garbage == []  # stdout carried JSON-RPC and nothing else
+        assert host.messages.empty()  # the notification and the blank lines got no answer
+        assert any(line.startswith("tx tabs.list") for line in host.log)  # the log went to stderr
+        assert any("stdin closed" in line for line in host.log)
+
+
+def test_config_file_makes_a_read_only_session(tmp_path: Path) -> None:
+    config = tmp_path / "read-only.json"
+    config.write_text(json.dumps({"allowActions": False}))
+    with StdioHost(["--config", str(config)]) as host:
+        host.initialize()
+        tools = host.request(2, "tools/list")["result"]["tools"]
+        methods = next(t for t in tools if t["name"] == "kelpie_browser_control")["inputSchema"][
+            "properties"
+        ]["method"]["enum"]
+        assert "tab.snapshot" in methods and "tab.click" not in methods and "tab.navigate" not in methods
+        tab = host.control(3, "tabs.list", {})["result"]["tabs"][0]["tabId"]
+        refused = host.control(4, "tab.navigate", {"tabId": tab, "url": "about:blank"})
+        assert refused["success"] is False and refused["mayHaveCompleted"] is False
+        assert refused["error"]["code"] in ("ACTIONS_DISABLED", "UNSUPPORTED_METHOD"), refused
+        host.close_stdin()
+        assert host.wait(60) == 0
+
+
+def test_a_non_loopback_cdp_endpoint_is_refused_at_start() -> None:
+    done = subprocess.run(
+        [str(KELPIE), "mcp", "--cdp-endpoint", "http://192.0.2.7:9222"],
+        input=b"",
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stdout == b""
+    assert "loopback" in done.stderr.decode(), done.stderr
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        ({"realm": "page"}, "/realm is decided by the host"),
+        ({"nativeMethods": ["teleport"]}, "does not implement: teleport"),
+        ({"allowActions": "no"}, "/allowActions"),
+    ],
+)
+def test_a_config_file_the_host_cannot_honour_is_refused_at_start(
+    tmp_path: Path, config: dict[str, object], says: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(config))
+    done = subprocess.run(
+        [str(KELPIE), "mcp", "--config", str(path), "--browser", "none"],
+        input=b"",
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stdout == b""
+    assert says in done.stderr.decode(), done.stderr
