@@ -15,6 +15,7 @@ from .api import Gateway
 from .errors import GatewayConfigError, GatewayPendingError
 from .jsonio import dumps
 from .mcp import PROTOCOL_VERSIONS as MCP_PROTOCOL_VERSIONS
+from .mcp import http_refusal as mcp_http_refusal
 from .reader import WORLD_NAME, fill_script, find_text_script, focus_script, scroll_script
 from .schema import NATIVE_ENDPOINTS
 
@@ -31,6 +32,7 @@ __all__ = [
     "fill_script",
     "find_text_script",
     "focus_script",
+    "mcp_http_refusal",
     "scroll_script",
 ]
 """``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
@@ -40,4 +42,7 @@ repaired (the engine's own serialiser, e.g. for a host that passes results to th
 e.g. for a host's ``MCP-Protocol-Version`` header check.
 ``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script`` and ``WORLD_NAME``: generated
 reader scripts for a host's own extensions — the first three act on the captured node the gateway hands a
-ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the ``WORLD_NAME`` world."""
+ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the ``WORLD_NAME`` world.
+``mcp_http_refusal(body, headers)``: the HTTP-only MCP rules (``MCP-Protocol-Version``, ``Mcp-Method`` and
+``Mcp-Name`` agree with the body, CONTRACT.md §7 v1.1) a host serving ``/mcp`` checks before ``begin_mcp``:
+``None``, or ``{"httpStatus", "response"}`` to send instead."""

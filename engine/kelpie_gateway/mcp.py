@@ -27,7 +27,9 @@ a response (``result``/         no response (202): this server never sends reque
 ``error``, no ``method``)       match them with
 ``initialize``                  ``protocolVersion`` (the client's when supported, else the newest),
                                 ``capabilities.tools``, ``serverInfo``, ``instructions``
-``ping``                        ``{}``
+``ping``                        ``{}`` (handshake era; ``-32601`` in the stateless one)
+``server/discover``             stateless era only: ``supportedVersions``, ``capabilities``, ``serverInfo``,
+                                ``instructions``, ``ttlMs``, ``cacheScope``
 ``tools/list``                  the tools that have something to offer (no cursor: one page)
 ``tools/call``                  see :data:`TOOL_BROWSER` … and direct extension names
 anything else                   ``-32601``
@@ -37,6 +39,23 @@ A ``tools/call`` result is ``{content:[{type:"text",text:<envelope JSON>}], stru
 isError:!success}``; a screenshot adds one ``image`` block and its envelope carries ``imageBytes`` instead
 of ``data``; refusals that need a different next move (BUSY, stale or foreign refs, RECONCILE_REQUIRED,
 unknown outcomes) add a second text block starting ``Next step:``.
+
+**Eras (CONTRACT.md §7 v1.1).** Each request is handled by the revision it names, so handshake and stateless
+clients share one gateway with no state between them:
+
+* *stateless* (:data:`MODERN_PROTOCOL_VERSIONS`, ``2026-07-28``): a request whose ``params._meta`` carries
+  ``io.modelcontextprotocol/protocolVersion`` or ``…/clientCapabilities``, and every ``server/discover``.
+  The envelope is checked first (a missing key or a wrong type ``-32602``; a revision not spoken ``-32022``
+  with ``data.supported``). Methods: ``server/discover``, ``tools/list``, ``tools/call``; ``ping`` and
+  ``initialize`` are not part of the revision (``-32601``). Every result carries ``resultType:"complete"``
+  and the ``io.modelcontextprotocol/serverInfo`` stamp in ``_meta``; ``tools/list`` and ``server/discover``
+  carry ``ttlMs``/``cacheScope``. A JSON-RPC error answering a stateless request puts the HTTP status the
+  revision asks for on the ``complete`` step (``httpStatus``: 404 for ``-32601``, 400 for the others).
+* *handshake* (:data:`PROTOCOL_VERSIONS`): everything else, answered exactly as before the stateless
+  revision existed (no ``resultType``, no ``httpStatus`` but the notifications' 202).
+
+:func:`http_refusal` holds the HTTP-only rules (``MCP-Protocol-Version``/``Mcp-Method``/``Mcp-Name`` agree
+with the body); hosts serving ``/mcp`` call it before :meth:`Gateway.begin_mcp`.
 """
 
 from __future__ import annotations
@@ -46,7 +65,7 @@ import math
 import re
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from . import jsonio
@@ -59,6 +78,11 @@ PROTOCOL_VERSIONS: Final = ("2025-03-26", "2025-06-18", "2025-11-25")
 """Supported MCP handshake protocol versions, oldest first (CONTRACT.md §7; v1.1 adds ``2025-03-26``);
 ``initialize`` answers the client's version when listed here, else the last (newest)."""
 LATEST_PROTOCOL_VERSION: Final = PROTOCOL_VERSIONS[-1]
+MODERN_PROTOCOL_VERSIONS: Final = ("2026-07-28",)
+"""Stateless revisions (CONTRACT.md §7 v1.1): no handshake; each request names its revision in ``_meta``."""
+SUPPORTED_VERSIONS: Final = (*reversed(MODERN_PROTOCOL_VERSIONS), *reversed(PROTOCOL_VERSIONS))
+"""Every revision spoken, newest first: ``server/discover``'s ``supportedVersions`` and ``-32022``'s
+``data.supported``."""
 SERVER_NAME: Final = "kelpie-browser-gateway"
 SERVER_TITLE: Final = "Kelpie browser gateway"
 
@@ -66,6 +90,31 @@ PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
+HEADER_MISMATCH: Final = -32020
+"""2026-07-28: HTTP routing headers disagree with the body (or one is missing)."""
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+"""2026-07-28: the request names a revision this server does not speak; ``data.supported`` lists those it does."""
+HTTP_STATUS: Final[Mapping[int, int]] = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
+}
+"""HTTP status of a JSON-RPC error answering a stateless (2026-07-28) request; other codes travel as 200."""
+
+META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+CACHE_TTL_MS: Final = 300_000
+"""``ttlMs`` of ``tools/list`` and ``server/discover`` (5 minutes): both depend only on the gateway's
+immutable config, so a client may reuse them for a while; a host restarted with other flags is seen within
+five minutes, and a stale list is harmless (an unlisted method is refused as a tool error)."""
+CACHE_SCOPE: Final = "private"
+"""``cacheScope``: the lists are reachable only with a bearer (the host gates discovery at the transport),
+so a shared cache must not hand them to other clients."""
 
 TOOL_BROWSER: Final = "kelpie_browser_control"
 TOOL_EXTENSIONS: Final = "kelpie_extensions"
@@ -106,20 +155,21 @@ UNKNOWN_OUTCOME_NEXT_STEP: Final = (
     "tabs.list) and decide from what you see."
 )
 
-
 _CACHE: weakref.WeakKeyDictionary[GatewayCore, dict[str, Any]] = weakref.WeakKeyDictionary()
 _CACHE_LOCK: Final = threading.Lock()
 """Gateways lock themselves; the cache is shared between gateways, so it has its own lock."""
 
 
 class _RpcError(Exception):
-    """A JSON-RPC error decided before any transaction: ``code`` (JSON-RPC) and ``kelpie`` (canonical)."""
+    """A JSON-RPC error decided before any transaction: ``code`` (JSON-RPC), ``kelpie`` (canonical) and
+    ``data`` (extra members of ``error.data``, e.g. ``supported`` for ``-32022``)."""
 
-    def __init__(self, code: int, message: str, kelpie: str) -> None:
+    def __init__(self, code: int, message: str, kelpie: str, data: JsonObject | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.kelpie = kelpie
+        self.data = data
 
 
 # ====================================================================== JSON-RPC shapes
@@ -130,12 +180,14 @@ def rpc_result(rid: Any, result: JsonObject) -> JsonObject:
     return {"jsonrpc": "2.0", "id": rid, "result": result}
 
 
-def rpc_error(rid: Any, code: int, message: str, kelpie: str | None = None) -> JsonObject:
+def rpc_error(
+    rid: Any, code: int, message: str, kelpie: str | None = None, data: JsonObject | None = None
+) -> JsonObject:
     """``{"jsonrpc":"2.0","id":rid,"error":{"code","message","data"?}}``; ``data.code`` is the canonical
-    error code (CONTRACT.md §4) when there is one."""
+    error code (CONTRACT.md §4) when there is one, beside the members of ``data``."""
     error: JsonObject = {"code": code, "message": message}
-    if kelpie is not None:
-        error["data"] = {"code": kelpie}
+    if kelpie is not None or data:
+        error["data"] = {**(data or {}), **({"code": kelpie} if kelpie is not None else {})}
     return {"jsonrpc": "2.0", "id": rid, "error": error}
 
 
@@ -188,6 +240,7 @@ FRONTEND: Final = _McpFrontend()
 def _translate(gw: GatewayCore, message: Any) -> JsonObject:
     rid: Any = None
     method: str | None = None
+    modern = False
     try:
         msg = _parse(message)
         if isinstance(msg, list):
@@ -214,13 +267,18 @@ def _translate(gw: GatewayCore, message: Any) -> JsonObject:
             raise _RpcError(INVALID_REQUEST, "params must be an object", "INVALID_REQUEST")
         if "id" not in msg:
             return gw.complete_now(success(None, {}), _no_response, method)
+        modern = is_stateless(method, params)
         if gw.closed:
             raise _RpcError(INVALID_REQUEST, "this gateway is closed", "INVALID_REQUEST")
-        return _request(gw, rid, method, params)
+        if not modern:
+            return _request(gw, rid, method, params)
+        _check_envelope(params)
+        return _with_http_status(_stateless_request(gw, rid, method, params))
     except _RpcError as exc:
         envelope = failure(rid, exc.kelpie, exc.message)
-        response = rpc_error(rid, exc.code, exc.message, exc.kelpie)
-        return gw.complete_now(envelope, lambda _e: response, method)
+        response = rpc_error(rid, exc.code, exc.message, exc.kelpie, exc.data)
+        step = gw.complete_now(envelope, lambda _e: response, method)
+        return _with_http_status(step) if modern else step
 
 
 def _no_response(_envelope: JsonObject) -> None:
@@ -254,20 +312,265 @@ def _check_response_shape(msg: JsonObject) -> None:
 
 
 def _request(gw: GatewayCore, rid: Any, method: str, params: JsonObject) -> JsonObject:
+    """A handshake-era request (``2025-*``), answered exactly as before the stateless revision."""
     if method == "initialize":
         result = _initialize(gw, params)
     elif method == "ping":
         result = {}
     elif method == "tools/list":
-        if "cursor" in params:
-            raise _RpcError(INVALID_PARAMS, "unknown cursor: tools/list has a single page", "INVALID_PARAMS")
-        result = {"tools": jsonio.clone(_cached(gw)["tools"])}
+        result = _tools_list(gw, params)
     elif method == "tools/call":
-        return _tools_call(gw, rid, params)
+        return _tools_call(gw, rid, params, _same)
     else:
         raise _RpcError(METHOD_NOT_FOUND, f"method not found: {method[:100]!r}", "UNSUPPORTED_METHOD")
     response = rpc_result(rid, result)
     return gw.complete_now(success(rid, result), lambda _e: response, method)
+
+
+def _same(response: JsonObject) -> JsonObject:
+    return response
+
+
+def _tools_list(gw: GatewayCore, params: JsonObject) -> JsonObject:
+    if "cursor" in params:
+        raise _RpcError(INVALID_PARAMS, "unknown cursor: tools/list has a single page", "INVALID_PARAMS")
+    return {"tools": jsonio.clone(_cached(gw)["tools"])}
+
+
+# ====================================================================== the stateless revision (2026-07-28)
+
+
+def is_stateless(method: Any, params: Any) -> bool:
+    """Whether a request belongs to the stateless era (CONTRACT.md §7 v1.1): it is ``server/discover`` (a
+    method only that revision has), or its ``params._meta`` (an object) carries either required envelope
+    key. Everything else is a handshake-era request. Pure; never raises."""
+    if method == "server/discover":
+        return True
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and (META_PROTOCOL_VERSION in meta or META_CLIENT_CAPABILITIES in meta)
+
+
+def _envelope_version(params: JsonObject) -> str:
+    """The revision a stateless request names, after checking its ``_meta`` envelope: both required keys
+    present, ``protocolVersion`` a string and ``clientCapabilities`` an object (else ``-32602``)."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        raise _RpcError(
+            INVALID_PARAMS,
+            f"params._meta must be an object carrying {META_PROTOCOL_VERSION!r} and "
+            f"{META_CLIENT_CAPABILITIES!r}",
+            "INVALID_PARAMS",
+        )
+    missing = [key for key in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if key not in meta]
+    if missing:
+        raise _RpcError(
+            INVALID_PARAMS, f"params._meta is missing {' and '.join(map(repr, missing))}", "INVALID_PARAMS"
+        )
+    version = meta[META_PROTOCOL_VERSION]
+    if not isinstance(version, str):
+        raise _RpcError(
+            INVALID_PARAMS, f"params._meta[{META_PROTOCOL_VERSION!r}] must be a string", "INVALID_PARAMS"
+        )
+    if not isinstance(meta[META_CLIENT_CAPABILITIES], dict):
+        raise _RpcError(
+            INVALID_PARAMS, f"params._meta[{META_CLIENT_CAPABILITIES!r}] must be an object", "INVALID_PARAMS"
+        )
+    return version
+
+
+def _unsupported(requested: str) -> _RpcError:
+    handshake = requested in PROTOCOL_VERSIONS
+    hint = (
+        f"{requested} is a handshake revision: send initialize without the per-request _meta envelope"
+        if handshake
+        else f"this server speaks {', '.join(SUPPORTED_VERSIONS)}"
+    )
+    return _RpcError(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        f"unsupported protocol version {requested[:40]!r}; {hint}",
+        "INVALID_REQUEST",
+        {"supported": list(SUPPORTED_VERSIONS), "requested": requested},
+    )
+
+
+def _check_envelope(params: JsonObject) -> str:
+    """The whole per-request check of a stateless request: the envelope (``-32602``), then the revision
+    (``-32022`` with ``data.supported`` and ``data.requested``). Returns the revision."""
+    version = _envelope_version(params)
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        raise _unsupported(version)
+    return version
+
+
+def server_info() -> JsonObject:
+    """``{name, title, version}`` of this server (``initialize``'s ``serverInfo``, the stateless stamp)."""
+    from . import __version__
+
+    return {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__}
+
+
+def _stamp(response: JsonObject) -> JsonObject:
+    """A stateless answer: every result gains ``resultType:"complete"`` and the serverInfo ``_meta`` stamp
+    (errors are unchanged). The result's own members are untouched, so tool results, ``structuredContent``
+    and image blocks are those of the handshake era."""
+    result = response.get("result")
+    if isinstance(result, dict):
+        meta = {META_SERVER_INFO: server_info()}
+        return {**response, "result": {**result, "resultType": "complete", "_meta": meta}}
+    return response
+
+
+def _with_http_status(step: JsonObject) -> JsonObject:
+    """Put the stateless revision's HTTP status of a JSON-RPC error on its ``complete`` step."""
+    response = step.get("response") if step.get("step") == "complete" else None
+    error = response.get("error") if isinstance(response, dict) else None
+    if isinstance(error, dict) and error.get("code") in HTTP_STATUS:
+        step["httpStatus"] = HTTP_STATUS[error["code"]]
+    return step
+
+
+def _stateless_request(gw: GatewayCore, rid: Any, method: str, params: JsonObject) -> JsonObject:
+    """A request of the stateless revision whose envelope was checked."""
+    if method == "server/discover":
+        result: JsonObject = discover(gw)
+    elif method == "tools/list":
+        result = {**_tools_list(gw, params), "ttlMs": CACHE_TTL_MS, "cacheScope": CACHE_SCOPE}
+    elif method == "tools/call":
+        return _tools_call(gw, rid, params, _stamp)
+    elif method in ("ping", "initialize"):
+        raise _RpcError(
+            METHOD_NOT_FOUND,
+            f"method not found: {method} is not part of MCP {', '.join(MODERN_PROTOCOL_VERSIONS)} "
+            "(a request without the per-request _meta envelope is served by the handshake revisions)",
+            "UNSUPPORTED_METHOD",
+        )
+    else:
+        raise _RpcError(METHOD_NOT_FOUND, f"method not found: {method[:100]!r}", "UNSUPPORTED_METHOD")
+    response = _stamp(rpc_result(rid, result))
+    return gw.complete_now(success(rid, result), lambda _e: response, method)
+
+
+def discover(gw: GatewayCore) -> JsonObject:
+    """``server/discover``'s result (CONTRACT.md §7 v1.1): ``{resultType, supportedVersions,
+    capabilities, serverInfo, instructions, ttlMs, cacheScope}`` (the ``_meta`` stamp is added with every
+    stateless result)."""
+    return {
+        "resultType": "complete",
+        "supportedVersions": list(SUPPORTED_VERSIONS),
+        "capabilities": {"tools": {"listChanged": False}},
+        "serverInfo": server_info(),
+        "instructions": _cached(gw)["instructions"],
+        "ttlMs": CACHE_TTL_MS,
+        "cacheScope": CACHE_SCOPE,
+    }
+
+
+def _header_value(raw: str) -> str | None:
+    """An ``Mcp-Name`` value: verbatim, or the UTF-8 inside the ``=?base64?…?=`` sentinel (None if that
+    does not decode canonically)."""
+    if not (raw.startswith("=?base64?") and raw.endswith("?=") and len(raw) >= 11):
+        return raw
+    payload = raw[9:-2]
+    try:
+        decoded = binascii.a2b_base64(payload, strict_mode=True)
+        if binascii.b2a_base64(decoded, newline=False).decode("ascii") != payload:
+            return None
+        return decoded.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
+_ROUTING_HEADERS: Final = ("mcp-protocol-version", "mcp-method", "mcp-name")
+
+
+def http_refusal(body: str | bytes, headers: Iterable[tuple[str, str]]) -> JsonObject | None:
+    """The HTTP rules of ``/mcp`` that need the headers (CONTRACT.md §7 v1.1): ``None`` when the request
+    may go to :meth:`Gateway.begin_mcp`, else ``{"httpStatus": 400, "response": <JSON-RPC error>}`` to
+    send instead (nothing was run). Pure and sans-I/O; never raises.
+
+    ``body``: the request body (at most 4 MiB; anything unparseable is left to ``begin_mcp``).
+    ``headers``: every header line as ``(name, value)`` pairs (names case-insensitive; a routing header
+    sent twice is refused).
+
+    * An ``MCP-Protocol-Version`` this server does not speak: ``-32022`` with ``data.supported``.
+    * A stateless request — the body is one (:func:`is_stateless`) or ``MCP-Protocol-Version`` names
+      ``2026-07-28`` — needs its ``_meta`` envelope (``-32602``), then ``MCP-Protocol-Version`` equal to
+      the envelope's revision, ``Mcp-Method`` equal to ``method`` and, for ``tools/call``, ``Mcp-Name``
+      equal to ``params.name`` (plain or ``=?base64?…?=``); a missing or different one is ``-32020``.
+    * Notifications and responses need no headers (the revision defines none for them); handshake-era
+      requests are not checked beyond the version.
+    """
+    seen: dict[str, str] = {}
+    for name, value in headers:
+        key = name.lower()
+        if key in _ROUTING_HEADERS:
+            if key in seen:
+                return _http_refusal(None, HEADER_MISMATCH, f"the {name} header appears more than once")
+            seen[key] = value
+    version = seen.get("mcp-protocol-version")
+    try:
+        msg = jsonio.loads(body)
+    except jsonio.JsonError:
+        msg = None
+    request = (
+        isinstance(msg, dict)
+        and _is_id(msg.get("id"))
+        and isinstance(msg.get("method"), str)
+        and isinstance(msg.get("params", {}), dict)
+    )
+    rid = msg["id"] if request and isinstance(msg, dict) else None
+    if not request or not isinstance(msg, dict):
+        if version is not None and version not in SUPPORTED_VERSIONS:
+            return _refusal_of(rid, _unsupported(version))
+        return None
+    method, params = msg["method"], msg.get("params", {})
+    if not (is_stateless(method, params) or version in MODERN_PROTOCOL_VERSIONS):
+        if version is not None and version not in SUPPORTED_VERSIONS:
+            return _refusal_of(rid, _unsupported(version))
+        return None
+    try:
+        wanted = _envelope_version(params)
+    except _RpcError as exc:
+        return _refusal_of(rid, exc)
+    if version != wanted:
+        return _http_refusal(
+            rid,
+            HEADER_MISMATCH,
+            f"the MCP-Protocol-Version header ({'missing' if version is None else repr(version[:40])}) "
+            f"does not match params._meta's protocol version {wanted[:40]!r}",
+        )
+    if seen.get("mcp-method") != method:
+        got = seen.get("mcp-method")
+        return _http_refusal(
+            rid,
+            HEADER_MISMATCH,
+            f"the Mcp-Method header ({'missing' if got is None else repr(got[:100])}) does not match "
+            f"the method {method[:100]!r}",
+        )
+    name = params.get("name")
+    if method == "tools/call" and isinstance(name, str):
+        raw = seen.get("mcp-name")
+        if raw is None or _header_value(raw) != name:
+            return _http_refusal(
+                rid,
+                HEADER_MISMATCH,
+                f"the Mcp-Name header ({'missing' if raw is None else 'different'}) does not match "
+                f"params.name {name[:100]!r}",
+            )
+    if wanted not in MODERN_PROTOCOL_VERSIONS:
+        return _refusal_of(rid, _unsupported(wanted))
+    return None
+
+
+def _http_refusal(rid: Any, code: int, message: str) -> JsonObject:
+    return _refusal_of(rid, _RpcError(code, message, "INVALID_REQUEST"))
+
+
+def _refusal_of(rid: Any, exc: _RpcError) -> JsonObject:
+    return {
+        "httpStatus": HTTP_STATUS.get(exc.code, 400),
+        "response": rpc_error(rid, exc.code, exc.message, exc.kelpie, exc.data),
+    }
 
 
 def _initialize(gw: GatewayCore, params: JsonObject) -> JsonObject:
@@ -276,12 +579,10 @@ def _initialize(gw: GatewayCore, params: JsonObject) -> JsonObject:
         raise _RpcError(
             INVALID_PARAMS, "initialize needs params.protocolVersion (a string)", "INVALID_PARAMS"
         )
-    from . import __version__
-
     return {
         "protocolVersion": wanted if wanted in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
         "capabilities": {"tools": {"listChanged": False}},
-        "serverInfo": {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__},
+        "serverInfo": server_info(),
         "instructions": _cached(gw)["instructions"],
     }
 
@@ -289,7 +590,11 @@ def _initialize(gw: GatewayCore, params: JsonObject) -> JsonObject:
 # ====================================================================== tools/call
 
 
-def _tools_call(gw: GatewayCore, rid: Any, params: JsonObject) -> JsonObject:
+def _tools_call(
+    gw: GatewayCore, rid: Any, params: JsonObject, finish: Callable[[JsonObject], JsonObject]
+) -> JsonObject:
+    """``tools/call`` in either era; ``finish`` shapes each JSON-RPC response for the era (identity for
+    the handshake revisions, :func:`_stamp` for the stateless one)."""
     name = params.get("name")
     if not isinstance(name, str):
         raise _RpcError(INVALID_PARAMS, "tools/call needs params.name (a string)", "INVALID_PARAMS")
@@ -305,7 +610,7 @@ def _tools_call(gw: GatewayCore, rid: Any, params: JsonObject) -> JsonObject:
             raise _RpcError(INVALID_PARAMS, f"{name}: params must be an object", "INVALID_PARAMS")
         request = {"version": 1, "id": rid, "method": arguments["method"], "params": inner}
         image = arguments["method"] == "tab.screenshot"
-        return gw.begin_parsed(request, lambda e: tool_response(rid, e, image=image))
+        return gw.begin_parsed(request, lambda e: finish(tool_response(rid, e, image=image)))
     if name == TOOL_EXTENSION:
         _only(name, arguments, required=("name",), optional=("arguments",))
         if not isinstance(arguments["name"], str):
@@ -313,11 +618,11 @@ def _tools_call(gw: GatewayCore, rid: Any, params: JsonObject) -> JsonObject:
         ext_args = arguments.get("arguments", {})
         if not isinstance(ext_args, dict):
             raise _RpcError(INVALID_PARAMS, f"{name}: arguments must be an object", "INVALID_PARAMS")
-        return _extension_call(gw, rid, arguments["name"], ext_args, lambda e: tool_response(rid, e))
+        return _extension_call(gw, rid, arguments["name"], ext_args, lambda e: finish(tool_response(rid, e)))
     if name == TOOL_EXTENSIONS:
         _only(name, arguments, required=(), optional=())
         envelope = success(rid, {"extensions": list(gw.catalog.extensions)})
-        return gw.complete_now(envelope, lambda e: tool_response(rid, e), "tools/call")
+        return gw.complete_now(envelope, lambda e: finish(tool_response(rid, e)), "tools/call")
     if name == TOOL_EXTENSION_TOOLS:
         _only(name, arguments, required=("names",), optional=())
         names = arguments["names"]
@@ -332,8 +637,8 @@ def _tools_call(gw: GatewayCore, rid: Any, params: JsonObject) -> JsonObject:
                 "INVALID_PARAMS",
             )
         envelope = success(rid, {"tools": [_describe(gw, n) for n in names]})
-        return gw.complete_now(envelope, lambda e: tool_response(rid, e), "tools/call")
-    return _direct_call(gw, rid, name, arguments)
+        return gw.complete_now(envelope, lambda e: finish(tool_response(rid, e)), "tools/call")
+    return _direct_call(gw, rid, name, arguments, finish)
 
 
 def _only(tool: str, arguments: JsonObject, *, required: tuple[str, ...], optional: tuple[str, ...]) -> None:
@@ -359,7 +664,9 @@ def _extension_call(
     return gw.begin_parsed(request, render)
 
 
-def _direct_call(gw: GatewayCore, rid: Any, name: str, arguments: JsonObject) -> JsonObject:
+def _direct_call(
+    gw: GatewayCore, rid: Any, name: str, arguments: JsonObject, finish: Callable[[JsonObject], JsonObject]
+) -> JsonObject:
     """An extension called by its own name. Not admitted (unknown, filtered, method not native, mutating
     with actions disabled) -> the engine refuses EXTENSION_NOT_ADMITTED, rendered as ``-32602`` unknown
     tool; arguments its ``inputSchema`` refuses -> ``-32602`` invalid arguments (nothing dispatched)."""
@@ -377,7 +684,7 @@ def _direct_call(gw: GatewayCore, rid: Any, name: str, arguments: JsonObject) ->
         error = envelope.get("error")
         if isinstance(error, dict) and error.get("code") == "EXTENSION_NOT_ADMITTED":
             return rpc_error(rid, INVALID_PARAMS, unknown, "EXTENSION_NOT_ADMITTED")
-        return tool_response(rid, envelope)
+        return finish(tool_response(rid, envelope))
 
     return _extension_call(gw, rid, name, arguments, render)
 

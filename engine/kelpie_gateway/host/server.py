@@ -17,10 +17,15 @@ Status rules, in the order they are checked:
    (DNS rebinding), on every route.
 2. Missing or unknown ``Authorization: Bearer`` -> 401 (every route but ``POST /v1/pair``).
 3. Any ``Origin`` header, including ``null`` -> 403 (on every route; browsers' pages never talk to the host).
-4. ``/mcp`` only: an explicit ``MCP-Protocol-Version`` the engine does not speak (``MCP_VERSIONS``) -> 400.
-5. ``Content-Type`` not ``application/json`` -> 415.
-6. Body over 4 MiB (``Content-Length`` or counted while streaming) -> 413, not read past the cap.
-7. Malformed JSON -> 400 (canonical: the ``INVALID_JSON`` envelope; ``/mcp``: JSON-RPC -32700).
+4. ``Content-Type`` not ``application/json`` -> 415.
+5. Body over 4 MiB (``Content-Length`` or counted while streaming) -> 413, not read past the cap.
+6. ``/mcp`` only: the engine's header rules (``kelpie_gateway.mcp_http_refusal``, CONTRACT.md §7 v1.1):
+   an ``MCP-Protocol-Version`` not spoken -> 400 ``-32022``; a stateless (2026-07-28) request whose
+   ``_meta`` envelope is missing -> 400 ``-32602``, whose ``MCP-Protocol-Version``/``Mcp-Method``/
+   ``Mcp-Name`` headers disagree with the body -> 400 ``-32020``.
+7. Malformed JSON -> 400 (canonical: the ``INVALID_JSON`` envelope; ``/mcp``: JSON-RPC -32700). A JSON-RPC
+   error answering a stateless request carries the status the engine puts on its step (400, or 404 for
+   ``-32601``).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 from aiohttp.web_server import Server
 
-from kelpie_gateway import MCP_PROTOCOL_VERSIONS
+from kelpie_gateway import mcp_http_refusal
 from kelpie_gateway.host.auth import Pairing, TokenStore
 from kelpie_gateway.host.auth import state_dir as state_dir  # re-exported: it moved to auth (a light import)
 from kelpie_gateway.host.driver import Caller, Driver
@@ -52,8 +57,6 @@ MAX_BODY = 4 * 1024 * 1024
 BODY_READ_TIMEOUT_S = float(os.environ.get("KELPIE_GATEWAY_BODY_TIMEOUT_S", "30"))
 """A request body must arrive within this many seconds (408 otherwise): a stalled or broken body never
 holds a connection and its handler forever."""
-MCP_VERSIONS = frozenset(MCP_PROTOCOL_VERSIONS)
-"""``MCP-Protocol-Version`` values admitted on ``/mcp``: exactly the revisions the engine speaks."""
 LOOPBACK_BINDS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -353,23 +356,20 @@ class HostServer:
 
         try:
             token = self._admit(request, err)
-            version = request.headers.get("MCP-Protocol-Version")
-            if version is not None and version not in MCP_VERSIONS:
-                supported = ", ".join(sorted(MCP_VERSIONS))
-                raise _Refused(
-                    _json(400, _rpc_error(-32600, f"unsupported MCP-Protocol-Version; use {supported}"))
-                )
             self._check_type(request, err)
             body = await self._read(
                 request, _rpc_error(-32600, f"the request body is over {MAX_BODY} bytes (4 MiB)")
             )
+            refusal = mcp_http_refusal(body, request.headers.items())
+            if refusal is not None:
+                raise _Refused(_json(int(refusal["httpStatus"]), refusal["response"]))
         except _Refused as refused:
             return refused.response
         step = await self.driver.mcp(body, self._caller(token, "mcp-http"))
         response = step.get("response")
         if response is None:
             return web.Response(status=int(step.get("httpStatus") or 202))
-        return _json(_http_status(response), response)
+        return _json(int(step.get("httpStatus") or _http_status(response)), response)
 
     # ------------------------------------------------------------------ pairing
     async def pair(self, request: web.Request) -> web.StreamResponse:
