@@ -1,6 +1,11 @@
 """MCP journeys with the official Python SDK (PyPI ``mcp``) over Streamable HTTP against the reference host
 serving ``fixtures/site`` in real headless Chromium — through the Python API and through the C library.
 
+Every journey runs in each way a client can connect (CONTRACT.md §7 v1.1): ``mode="legacy"`` (the
+initialize handshake), the SDK's default ``mode="auto"`` (probes ``server/discover`` and must settle on the
+stateless revision instead of falling back) and pinned to ``"2026-07-28"`` (no probe at all: the first
+request already carries the per-request ``_meta`` envelope and routing headers).
+
 Each test opens its own tab so the tests stay independent while sharing one host per module.
 """
 
@@ -23,16 +28,37 @@ from mcp.client.streamable_http import streamable_http_client
 
 pytestmark = pytest.mark.timeout(120)
 
+MODERN = "2026-07-28"
+MODES = ["legacy", "auto", MODERN]
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    """How the SDK client connects: the handshake, its default probe, or pinned to the stateless revision."""
+    return str(request.param)
+
 
 @asynccontextmanager
-async def connect(host: Host, token: str | None = None) -> AsyncIterator[Client]:
+async def connect(
+    host: Host, mode: str, token: str | None = None, seen: list[httpx2.Response] | None = None
+) -> AsyncIterator[Client]:
+    """An SDK client in ``mode``; with ``seen``, every HTTP response it receives is kept (body read)."""
     http = httpx2.AsyncClient(
         headers={"Authorization": f"Bearer {token or host.token}"}, timeout=httpx2.Timeout(30.0, read=60.0)
     )
+    if seen is not None:
+
+        async def keep(response: httpx2.Response) -> None:
+            await response.aread()
+            seen.append(response)
+
+        http.event_hooks["response"].append(keep)
     async with (
         http,
-        Client(streamable_http_client(f"{host.url}/mcp", http_client=http), mode="legacy") as client,
+        Client(streamable_http_client(f"{host.url}/mcp", http_client=http), mode=mode) as client,
     ):
+        if mode != "legacy":  # auto must settle on the stateless revision, not fall back to the handshake
+            assert client.protocol_version == MODERN, (mode, client.protocol_version)
         yield client
 
 
@@ -87,10 +113,17 @@ def run(coro: Any) -> Any:
         return pool.submit(asyncio.run, coro).result()
 
 
-def test_initialize_and_tools_list(browser_host: Host) -> None:
+def test_connect_and_tools_list(browser_host: Host, mode: str) -> None:
     async def body() -> None:
-        async with connect(browser_host) as client:
-            assert client.protocol_version in ("2025-06-18", "2025-11-25")
+        async with connect(browser_host, mode) as client:
+            if mode == "legacy":
+                assert client.protocol_version in ("2025-06-18", "2025-11-25")
+            if mode == "auto":  # the probe's answer is kept: both eras offered, cacheable for 5 minutes,
+                # and its serverInfo stamp names the server without a handshake
+                assert client.server_info is not None and client.server_info.name == "kelpie-browser-gateway"
+                found = client.session.discover_result
+                assert found is not None and found.ttl_ms == 300_000 and found.cache_scope == "private"
+                assert {MODERN, "2025-11-25", "2025-06-18"} <= set(found.supported_versions)
             names = {tool.name for tool in (await client.list_tools()).tools}
             assert {
                 "kelpie_browser_control",
@@ -106,9 +139,9 @@ def test_initialize_and_tools_list(browser_host: Host) -> None:
     run(body())
 
 
-def test_snapshot_then_click_changes_the_page(browser_host: Host) -> None:
+def test_snapshot_then_click_changes_the_page(browser_host: Host, mode: str) -> None:
     async def body() -> None:
-        async with connect(browser_host) as client:
+        async with connect(browser_host, mode) as client:
             tab = await open_tab(client, browser_host, "click.html")
             snap = await ok(client, "tab.snapshot", {"tabId": tab})
             assert snap["title"] == "Click page" and "Clicked 0 times" in snap["text"]
@@ -124,11 +157,11 @@ def test_snapshot_then_click_changes_the_page(browser_host: Host) -> None:
     run(body())
 
 
-def test_type_reaches_the_page_but_never_the_snapshot(browser_host: Host) -> None:
+def test_type_reaches_the_page_but_never_the_snapshot(browser_host: Host, mode: str) -> None:
     secret = "Kelpie types ✓ 🐕"
 
     async def body() -> None:
-        async with connect(browser_host) as client:
+        async with connect(browser_host, mode) as client:
             tab = await open_tab(client, browser_host, "form.html")
             snap = await ok(client, "tab.snapshot", {"tabId": tab})
             field = element(snap, "input", "name")
@@ -149,9 +182,9 @@ def test_type_reaches_the_page_but_never_the_snapshot(browser_host: Host) -> Non
     run(body())
 
 
-def test_stale_ref_after_navigation_is_refused(browser_host: Host) -> None:
+def test_stale_ref_after_navigation_is_refused(browser_host: Host, mode: str) -> None:
     async def body() -> None:
-        async with connect(browser_host) as client:
+        async with connect(browser_host, mode) as client:
             tab = await open_tab(client, browser_host, "click.html")
             snap = await ok(client, "tab.snapshot", {"tabId": tab})
             old = element(snap, "button", "Increment")["ref"]
@@ -166,9 +199,9 @@ def test_stale_ref_after_navigation_is_refused(browser_host: Host) -> None:
     run(body())
 
 
-def test_a_ref_of_another_tab_is_refused(browser_host: Host) -> None:
+def test_a_ref_of_another_tab_is_refused(browser_host: Host, mode: str) -> None:
     async def body() -> None:
-        async with connect(browser_host) as client:
+        async with connect(browser_host, mode) as client:
             first = await open_tab(client, browser_host, "click.html")
             second = await open_tab(client, browser_host, "click.html")
             ref = element(await ok(client, "tab.snapshot", {"tabId": first}), "button", "Increment")["ref"]
@@ -181,9 +214,9 @@ def test_a_ref_of_another_tab_is_refused(browser_host: Host) -> None:
     run(body())
 
 
-def test_busy_while_another_call_is_outstanding(browser_host: Host) -> None:
+def test_busy_while_another_call_is_outstanding(browser_host: Host, mode: str) -> None:
     async def body() -> None:
-        async with connect(browser_host) as client:
+        async with connect(browser_host, mode) as client:
             tab = await open_tab(client, browser_host, "slow.html?busy=2500")
             button = element(await ok(client, "tab.snapshot", {"tabId": tab}), "button", "Slow")
             click = asyncio.ensure_future(
@@ -199,9 +232,9 @@ def test_busy_while_another_call_is_outstanding(browser_host: Host) -> None:
     run(body())
 
 
-def test_timed_out_mutation_may_have_completed_and_is_not_repeated(browser_host: Host) -> None:
+def test_timed_out_mutation_may_have_completed_and_is_not_repeated(browser_host: Host, mode: str) -> None:
     async def body() -> None:
-        async with connect(browser_host) as client:
+        async with connect(browser_host, mode) as client:
             tab = await open_tab(client, browser_host, "slow.html?busy=2000")
             elsewhere = browser_host.site("second.html")
             button = element(await ok(client, "tab.snapshot", {"tabId": tab}), "button", "Slow")
@@ -228,9 +261,9 @@ def test_timed_out_mutation_may_have_completed_and_is_not_repeated(browser_host:
     run(body())
 
 
-def test_screenshot_is_one_image_block(browser_host: Host) -> None:
+def test_screenshot_is_one_image_block(browser_host: Host, mode: str) -> None:
     async def body() -> None:
-        async with connect(browser_host) as client:
+        async with connect(browser_host, mode) as client:
             tab = await open_tab(client, browser_host, "click.html")
             shot = await client.call_tool(
                 "kelpie_browser_control", {"method": "tab.screenshot", "params": {"tabId": tab}}
@@ -249,9 +282,11 @@ def test_screenshot_is_one_image_block(browser_host: Host) -> None:
     run(body())
 
 
-def test_dialog_opened_by_a_click_is_handled_while_the_click_is_outstanding(browser_host: Host) -> None:
+def test_dialog_opened_by_a_click_is_handled_while_the_click_is_outstanding(
+    browser_host: Host, mode: str
+) -> None:
     async def body() -> None:
-        async with connect(browser_host) as client:
+        async with connect(browser_host, mode) as client:
             tab = await open_tab(client, browser_host, "dialog.html")
             button = element(await ok(client, "tab.snapshot", {"tabId": tab}), "button", "confirmation")
             click = asyncio.ensure_future(
@@ -285,11 +320,11 @@ def test_dialog_opened_by_a_click_is_handled_while_the_click_is_outstanding(brow
     run(body())
 
 
-def test_revoked_bearer_is_refused_and_others_keep_working(browser_host: Host) -> None:
+def test_revoked_bearer_is_refused_and_others_keep_working(browser_host: Host, mode: str) -> None:
     token = browser_host.pair("short-lived")
 
     async def body() -> None:
-        async with connect(browser_host, token) as client:
+        async with connect(browser_host, mode, token) as client:
             await ok(client, "tabs.list", {})
 
     run(body())
@@ -308,3 +343,63 @@ def test_revoked_bearer_is_refused_and_others_keep_working(browser_host: Host) -
     assert status == 401
     assert browser_host.call("tabs.list")["success"]  # the module's own token still works
     assert not any(token in line for line in browser_host.process.lines)
+
+
+def test_legacy_and_modern_clients_interleaved_without_cross_talk(browser_host: Host) -> None:
+    """A handshake client and a stateless client on one host at once, their calls interleaved and partly
+    concurrent: each sees only its own answers, in its own era (no resultType for the handshake client,
+    resultType on every stateless result), and the host mints no session id for either."""
+    legacy_seen: list[httpx2.Response] = []
+    modern_seen: list[httpx2.Response] = []
+
+    async def body() -> None:
+        async with (
+            connect(browser_host, "legacy", seen=legacy_seen) as old,
+            connect(browser_host, MODERN, seen=modern_seen) as new,
+        ):
+            assert old.protocol_version != new.protocol_version == MODERN
+            old_tab, new_tab = await asyncio.gather(
+                open_tab(old, browser_host, "click.html"), open_tab(new, browser_host, "form.html")
+            )
+            old_snap, new_snap = await asyncio.gather(
+                ok(old, "tab.snapshot", {"tabId": old_tab}), ok(new, "tab.snapshot", {"tabId": new_tab})
+            )
+            assert old_snap["title"] == "Click page" and new_snap["title"] != "Click page"
+            # Each client acts with its own refs; the other's refs are foreign to its tab.
+            crossed = await bc(
+                new, "tab.click", {"tabId": new_tab, "ref": element(old_snap, "button", "Increment")["ref"]}
+            )
+            assert crossed["error"]["code"] == "CROSS_TAB_REF"
+            clicked, typed = await asyncio.gather(
+                ok(
+                    old,
+                    "tab.click",
+                    {"tabId": old_tab, "ref": element(old_snap, "button", "Increment")["ref"]},
+                ),
+                ok(
+                    new,
+                    "tab.type",
+                    {"tabId": new_tab, "ref": element(new_snap, "input", "name")["ref"], "text": "abc"},
+                ),
+            )
+            assert clicked == {"clicked": True} and typed == {"typed": 3}
+            old_after, new_after = await asyncio.gather(
+                ok(old, "tab.snapshot", {"tabId": old_tab}), ok(new, "tab.snapshot", {"tabId": new_tab})
+            )
+            assert "Clicked 1 times" in old_after["text"] and "Name has 3 characters" in new_after["text"]
+            assert "Clicked 1 times" not in new_after["text"]
+
+    run(body())
+    for seen, modern in ((legacy_seen, False), (modern_seen, True)):
+        answers = [json.loads(r.content) for r in seen if r.content]
+        results = [a["result"] for a in answers if isinstance(a, dict) and "result" in a]
+        assert len(results) >= 5  # initialize (legacy only), tabs.open, 2-3 snapshots, click or type
+        assert all(("resultType" in r) is modern for r in results), (modern, results)
+        assert all(r.get("resultType", "complete") == "complete" for r in results)
+        assert not any("mcp-session-id" in r.headers for r in seen)
+    # The stateless client never sent initialize: its first request was already a tool call.
+    assert json.loads(modern_seen[0].request.content)["method"] == "tools/call"
+    assert [json.loads(r.request.content)["method"] for r in legacy_seen][:2] == [
+        "initialize",
+        "notifications/initialized",
+    ]

@@ -10,7 +10,7 @@ if ! command -v npm >/dev/null 2>&1; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
   else
-    echo "[40-node] npm is missing: install Node.js >= 18 and npm" >&2
+    echo "[40-node] npm is missing: install Node.js >= 20 and npm" >&2
     exit 1
   fi
 fi

@@ -1,22 +1,35 @@
-// MCP journey with the official TypeScript SDK (@modelcontextprotocol/sdk) over Streamable HTTP against a
-// running Kelpie reference host (started with --approve-pairing auto on the fixture site).
+// MCP journey with the official TypeScript SDK over Streamable HTTP against a running Kelpie reference host
+// (started with --approve-pairing auto on the fixture site).
 //
-//   node tools/node/mcp-journey.mjs --url http://127.0.0.1:PORT --site http://127.0.0.1:SITEPORT
+//   node tools/node/mcp-journey.mjs --url http://127.0.0.1:PORT --site http://127.0.0.1:SITEPORT \
+//        [--sdk v1|v2] [--mode legacy|auto|2026-07-28]
+//
+// --sdk v1 (default): @modelcontextprotocol/sdk 1.x, which only knows the initialize handshake.
+// --sdk v2: @modelcontextprotocol/client 2.x with versionNegotiation {mode: "legacy" | "auto" | {pin: VERSION}};
+// --mode (default legacy) is that mode, and "expect" below is the revision the connection must settle on.
 //
 // Prints one JSON line per step ({"step", "ok", ...}) and exits 0 when every step behaved as the contract
 // says, 1 otherwise. The bearer token is never printed.
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((pairs, value, i, all) => (i % 2 === 0 ? [...pairs, [value.replace(/^--/, ""), all[i + 1]]] : pairs), []),
 );
 const base = String(args.url || "").replace(/\/$/, "");
 const site = String(args.site || "").replace(/\/$/, "");
-if (!base || !site) {
-  console.error("usage: mcp-journey.mjs --url HOST_URL --site SITE_URL");
+const sdk = String(args.sdk || "v1");
+const mode = String(args.mode || "legacy");
+if (!base || !site || !["v1", "v2"].includes(sdk) || (sdk === "v1" && mode !== "legacy")) {
+  console.error("usage: mcp-journey.mjs --url HOST_URL --site SITE_URL [--sdk v1|v2] [--mode legacy|auto|2026-07-28]");
   process.exit(2);
 }
+const { Client, StreamableHTTPClientTransport } =
+  sdk === "v1"
+    ? {
+        ...(await import("@modelcontextprotocol/sdk/client/index.js")),
+        ...(await import("@modelcontextprotocol/sdk/client/streamableHttp.js")),
+      }
+    : await import("@modelcontextprotocol/client");
+const MODERN = "2026-07-28";
+const expectEra = mode === "legacy" ? "legacy" : "modern";
 
 let failed = false;
 function report(step, ok, extra = {}) {
@@ -44,9 +57,18 @@ async function connect(token) {
   const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
   });
-  const client = new Client({ name: "kelpie-ts-journey", version: "0.1.0" });
+  const info = { name: "kelpie-ts-journey", version: "0.1.0" };
+  const client =
+    sdk === "v1"
+      ? new Client(info)
+      : new Client(info, { versionNegotiation: { mode: mode === "legacy" || mode === "auto" ? mode : { pin: mode } } });
   await client.connect(transport);
   return { client, transport };
+}
+// The revision the connection settled on: v1 only knows the handshake (it sends no discover), v2 says.
+function negotiated(client) {
+  if (sdk === "v1") return { era: "legacy", version: client.transport?.protocolVersion ?? "handshake" };
+  return { era: client.getProtocolEra(), version: client.getNegotiatedProtocolVersion() };
 }
 
 async function bc(client, method, params) {
@@ -96,11 +118,14 @@ let client;
 await step("pair", async () => {
   token = await pair();
 });
-await step("initialize", async () => {
+await step("connect", async () => {
   ({ client } = await connect(token));
   const server = client.getServerVersion();
-  check(server && server.name, "no serverInfo");
-  return { server: server.name };
+  check(server && server.name === "kelpie-browser-gateway", `serverInfo: ${JSON.stringify(server)}`);
+  const settled = negotiated(client);
+  check(settled.era === expectEra, `settled on ${JSON.stringify(settled)}, expected the ${expectEra} era`);
+  if (expectEra === "modern") check(settled.version === MODERN, `negotiated ${settled.version}`);
+  return { server: server.name, ...settled };
 });
 await step("tools/list", async () => {
   const names = (await client.listTools()).tools.map((tool) => tool.name);
