@@ -247,6 +247,7 @@ def _translate(gw: GatewayCore, message: Any) -> JsonObject:
             raise _RpcError(INVALID_REQUEST, "batches (JSON arrays) are not supported", "INVALID_REQUEST")
         if not isinstance(msg, dict):
             raise _RpcError(INVALID_REQUEST, "a JSON-RPC message is a JSON object", "INVALID_REQUEST")
+        modern = is_stateless(msg.get("method"), msg.get("params"))
         if _is_id(msg.get("id")):
             rid = msg["id"]
         if msg.get("jsonrpc") != "2.0":
@@ -267,7 +268,6 @@ def _translate(gw: GatewayCore, message: Any) -> JsonObject:
             raise _RpcError(INVALID_REQUEST, "params must be an object", "INVALID_REQUEST")
         if "id" not in msg:
             return gw.complete_now(success(None, {}), _no_response, method)
-        modern = is_stateless(method, params)
         if gw.closed:
             raise _RpcError(INVALID_REQUEST, "this gateway is closed", "INVALID_REQUEST")
         if not modern:

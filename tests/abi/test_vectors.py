@@ -1,4 +1,5 @@
-"""Shared request/response vectors replayed through the C ABI by a C host (fixtures/vectors/README.md).
+"""Shared request/response vectors — every file and its modern (2026-07-28) twin — replayed through the
+C ABI by a C host (fixtures/vectors/README.md).
 
 vector_replay (bindings/c) reads the flat plans `tools/vectors.py plan` writes and prints what the ABI
 returned; `vectors.check` applies each vector's expectations. Besides every vector under
@@ -76,8 +77,8 @@ ABI_VECTOR: dict[str, Any] = {
 def test_vectors_replayed_by_the_c_host_match(abi: Abi, tmp_path: Path) -> None:
     own = tmp_path / f"{ABI_VECTOR['name']}.json"
     own.write_text(json.dumps(ABI_VECTOR))
-    paths = [own, *vectors.all_vectors()]
-    loaded = {p: vectors.load(p) for p in paths}
+    loaded = {own.stem: vectors.load(own), **dict(vectors.all_cases())}
+    assert any(v.get("era") == vectors.MODERN for v in loaded.values()), "no modern twins replayed"
     args: list[str] = []
     for i, vector in enumerate(loaded.values()):
         plan = tmp_path / f"{i}.plan"
@@ -92,5 +93,5 @@ def test_vectors_replayed_by_the_c_host_match(abi: Abi, tmp_path: Path) -> None:
     problems: list[str] = []
     for i, (path, vector) in enumerate(loaded.items()):
         outputs = (tmp_path / f"{i}.out").read_bytes().splitlines()
-        problems += [f"{path.name}: {p}" for p in vectors.check(vector, outputs)]
+        problems += [f"{path}: {p}" for p in vectors.check(vector, outputs)]
     assert not problems, "\n".join(problems[:40])

@@ -4,7 +4,7 @@
   own pytest case and must print PASS (typed steps, BUSY, cancel, late callback, destroy while pending,
   config errors, UTF-8, the driver loop with timeouts, threads).
 - The library also loads by name through jna.library.path with RTLD_LOCAL open flags.
-- Every shared vector under fixtures/vectors (plus one Kotlin-specific vector) is replayed through
+- Every shared vector under fixtures/vectors, its modern twin (plus one Kotlin-specific vector) is replayed through
   KelpieBrowserGateway by VectorReplayer in one JVM and checked with tools/vectors.py.
 """
 
@@ -144,8 +144,8 @@ KOTLIN_VECTOR: dict[str, Any] = {
 
 
 def _all_vectors() -> list[tuple[str, dict[str, Any]]]:
-    out = [(p.stem, vectors.load(p)) for p in vectors.all_vectors()]
-    return [*out, (KOTLIN_VECTOR["name"], KOTLIN_VECTOR)]
+    """Every shared vector file, the modern (2026-07-28) twin of each, and the Kotlin-specific one."""
+    return [*vectors.all_cases(), (KOTLIN_VECTOR["name"], KOTLIN_VECTOR)]
 
 
 VECTORS = _all_vectors()
@@ -175,6 +175,7 @@ def replayed(kotlin: KotlinBuild, tmp_path_factory: pytest.TempPathFactory) -> d
 
 def test_shared_vectors_exist() -> None:
     assert len(VECTORS) > 1, "fixtures/vectors holds no shared vectors"
+    assert any(v.get("era") == vectors.MODERN for _, v in VECTORS), "no modern twins"
 
 
 @pytest.mark.parametrize(("name", "vector"), VECTORS, ids=[n for n, _ in VECTORS])

@@ -1,5 +1,6 @@
-"""Every request/response vector in fixtures/vectors replays through the Python API (CONTRACT.md §7),
-and the flat plan / check pipeline the C and Kotlin replayers use gives the same verdict."""
+"""Every request/response vector in fixtures/vectors — and the modern twin of each (2026-07-28, CONTRACT.md
+§7 v1.1) — replays through the Python API, and the flat plan / check pipeline the C and Kotlin replayers
+use gives the same verdict."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kelpie_gateway import Gateway
@@ -15,6 +17,7 @@ from kelpie_gateway.jsonio import dumps
 from tools import vectors
 
 VECTORS = vectors.all_vectors()
+CASES = vectors.all_cases()
 
 
 def test_there_are_vectors_for_every_area() -> None:
@@ -61,10 +64,74 @@ def test_every_canonical_method_is_called_through_mcp() -> None:
     assert set(METHODS) <= called
 
 
-@pytest.mark.parametrize("path", VECTORS, ids=[p.stem for p in VECTORS])
-def test_vector(path: Path) -> None:
-    vector = vectors.load(path)
+@pytest.mark.parametrize(("name", "vector"), CASES, ids=[n for n, _ in CASES])
+def test_vector(name: str, vector: dict[str, Any]) -> None:
     assert vectors.check(vector, vectors.replay(vector)) == []
+
+
+def test_every_mcp_vector_with_tool_traffic_has_a_modern_twin() -> None:
+    """The twins are derived, so every vector that lists or calls tools is spoken in both eras."""
+    twins = {n for n, v in CASES if v.get("era") == vectors.MODERN}
+    for path in VECTORS:
+        methods = {
+            s["input"].get("method")
+            for s in vectors.load(path)["steps"]
+            if s["call"] == "begin_mcp" and isinstance(s.get("input"), dict)
+        }
+        if methods & {"tools/list", "tools/call"} and not path.stem.startswith("mcp-2026-"):
+            shaped = any(
+                vectors._modernizable(s) for s in vectors.load(path)["steps"] if s["call"] == "begin_mcp"
+            )
+            assert (f"{path.stem}@{vectors.MODERN}" in twins) == shaped, path.stem
+    assert len(twins) >= 40
+
+
+def test_a_twin_sends_the_envelope_and_keeps_the_expectations() -> None:
+    source = vectors.load(vectors.VECTOR_DIR / "mcp-call-tab-screenshot.json")
+    made = vectors.load(f"{vectors.VECTOR_DIR / 'mcp-call-tab-screenshot.json'}@{vectors.MODERN}")
+    assert made["name"] == f"mcp-call-tab-screenshot@{vectors.MODERN}"
+    assert made["steps"][0]["input"]["params"]["_meta"] == vectors.MODERN_META
+    assert [s.get("expect") for s in made["steps"]] == [s.get("expect") for s in source["steps"]]
+    assert [s.get("expectCount") for s in made["steps"]] == [s.get("expectCount") for s in source["steps"]]
+    with pytest.raises(ValueError, match="no modern twin"):
+        vectors.load(f"{vectors.VECTOR_DIR / 'mcp-ping.json'}@{vectors.MODERN}")
+
+
+def _edit(line: bytes, change: Any) -> bytes:
+    step = json.loads(line)
+    change(step)
+    return json.dumps(step).encode()
+
+
+def test_the_era_check_catches_a_wrong_era() -> None:
+    """The era members are checked, not just tolerated: a stateless answer without resultType, a
+    handshake answer with one, and an error without (or with a wrong) httpStatus all fail."""
+    made = vectors.twin(vectors.load(vectors.VECTOR_DIR / "mcp-call-tab-click.json"))
+    assert made is not None
+    out = vectors.replay(made)
+    assert vectors.check(made, out) == []
+    complete = next(i for i, line in enumerate(out) if json.loads(line)["step"] == "complete")
+    bare = list(out)
+    bare[complete] = _edit(out[complete], lambda s: s["response"]["result"].pop("resultType"))
+    assert any("resultType" in p for p in vectors.check(made, bare))
+    unstamped = list(out)
+    unstamped[complete] = _edit(out[complete], lambda s: s["response"]["result"].pop("_meta"))
+    assert any("serverInfo" in p for p in vectors.check(made, unstamped))
+
+    legacy = vectors.load(vectors.VECTOR_DIR / "mcp-call-tab-click.json")
+    old = vectors.replay(legacy)
+    assert vectors.check(legacy, old) == []
+    leaked = list(old)
+    leaked[complete] = _edit(old[complete], lambda s: s["response"]["result"].update(resultType="complete"))
+    assert any("stateless members" in p for p in vectors.check(legacy, leaked))
+
+    errors = vectors.load(vectors.VECTOR_DIR / "mcp-2026-removed-methods.json")
+    out = vectors.replay(errors)
+    assert vectors.check(errors, out) == []
+    unstatused = [_edit(out[0], lambda s: s.pop("httpStatus")), *out[1:]]
+    assert any("httpStatus" in p for p in vectors.check(errors, unstatused))
+    legacy_404 = [*out[:3], _edit(out[3], lambda s: s.update(httpStatus=404))]
+    assert any("httpStatus" in p for p in vectors.check(errors, legacy_404))
 
 
 def _replay_plan_like_c(lines: list[bytes]) -> list[bytes]:
