@@ -500,14 +500,6 @@ def http_refusal(body: str | bytes, headers: Iterable[tuple[str, str]]) -> JsonO
     * Notifications and responses need no headers (the revision defines none for them); handshake-era
       requests are not checked beyond the version.
     """
-    seen: dict[str, str] = {}
-    for name, value in headers:
-        key = name.lower()
-        if key in _ROUTING_HEADERS:
-            if key in seen:
-                return _http_refusal(None, HEADER_MISMATCH, f"the {name} header appears more than once")
-            seen[key] = value
-    version = seen.get("mcp-protocol-version")
     try:
         msg = jsonio.loads(body)
     except jsonio.JsonError:
@@ -519,6 +511,14 @@ def http_refusal(body: str | bytes, headers: Iterable[tuple[str, str]]) -> JsonO
         and isinstance(msg.get("params", {}), dict)
     )
     rid = msg["id"] if request and isinstance(msg, dict) else None
+    seen: dict[str, str] = {}
+    for name, value in headers:
+        key = name.lower()
+        if key in _ROUTING_HEADERS:
+            if key in seen:
+                return _http_refusal(rid, HEADER_MISMATCH, f"the {name[:40]} header appears more than once")
+            seen[key] = value
+    version = seen.get("mcp-protocol-version")
     if not request or not isinstance(msg, dict):
         if version is not None and version not in SUPPORTED_VERSIONS:
             return _refusal_of(rid, _unsupported(version))
