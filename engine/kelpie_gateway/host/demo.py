@@ -2,8 +2,12 @@
 
 Starts the reference host on the built-in fixture site (``--approve-pairing auto``), pairs, and drives
 it with the official MCP Python SDK over Streamable HTTP, printing each step (request, outcome, short
-result): initialize, tools/list, tabs.list, snapshot, click, type, navigate, stale-ref refusal and
+result): connect, tools/list, tabs.list, snapshot, click, type, navigate, stale-ref refusal and
 screenshot. Exit status 0 when every step behaved as expected, 1 otherwise.
+
+The client connects in the SDK's default mode (``auto``): it probes ``server/discover`` and, because the
+host speaks the stateless revision (CONTRACT.md §7 v1.1), settles on ``2026-07-28`` with no handshake and
+no session; the first line says which revision was negotiated and how (docs/mcp.md, "Eras").
 """
 
 from __future__ import annotations
@@ -115,11 +119,11 @@ async def run_journey(url: str, token: str, *, out: Any = None) -> None:
     http = httpx2.AsyncClient(
         headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30.0, read=60.0)
     )
-    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy") as client:
+    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
         j = McpJourney(client, out)
         info = client.server_info
         server = f"{info.name} {info.version}" if info is not None else "?"
-        j.say(f"1. initialize → protocol {client.protocol_version}, server {server}")
+        j.say(f"1. connect (SDK default mode) → {negotiated(client)}, server {server}")
         tools = await client.list_tools()
         names = [tool.name for tool in tools.tools]
         j.say(f"2. tools/list → {', '.join(names)}")
@@ -176,6 +180,16 @@ async def run_journey(url: str, token: str, *, out: Any = None) -> None:
         j.say(
             f"  ← ok one image block: {result.get('width')}x{result.get('height')} PNG, {result.get('imageBytes')} bytes"
         )
+
+
+def negotiated(client: Any) -> str:
+    """How ``client`` (an ``mcp.Client`` that has connected) speaks to the host: the protocol revision and
+    its era — stateless (``server/discover`` answered, no handshake, no session) or handshake
+    (``initialize``)."""
+    version = client.protocol_version
+    if client.session.discover_result is not None:
+        return f"protocol {version} (stateless: server/discover, no initialize, no session)"
+    return f"protocol {version} (handshake: initialize)"
 
 
 def url_of(base: str, page: str) -> str:
