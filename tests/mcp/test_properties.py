@@ -226,3 +226,42 @@ def test_random_json_rpc_messages(message: Any, which: str, choices: list[int]) 
         step = _drive(gw, gw.begin_mcp(form), choices)
         _assert_valid(step, message)
     assert gw.next() == {"step": "idle"}
+
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+MODERN_STATUS = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32022: 400, -32601: 404}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(message=messages(), choices=st.lists(st.integers(0, 3), min_size=1, max_size=4))
+def test_the_stateless_answer_is_the_handshake_answer_plus_its_era(message: Any, choices: list[int]) -> None:
+    """CONTRACT.md §7 v1.1: for any message of a method both eras have, adding the per-request envelope
+    changes only the era's own members — resultType and the serverInfo stamp on a result, the HTTP status
+    of an error — never the tool result, structuredContent, content blocks or the error itself. Both runs
+    use fresh gateways, so transaction and snapshot ids line up."""
+    params = message.get("params", {})
+    if message.get("method") in ("initialize", "ping") or not isinstance(params, dict):
+        return
+    modern = {**message, "params": {**params, "_meta": MODERN_META}}
+    legacy_gw, modern_gw = Gateway(NOAUTH), Gateway(NOAUTH)
+    old = _drive(legacy_gw, legacy_gw.begin_mcp(message), choices)
+    new = _drive(modern_gw, modern_gw.begin_mcp(modern), choices)
+    if old["response"] is None:
+        assert new["response"] is None and new["httpStatus"] == old["httpStatus"] == 202
+        return
+    assert "httpStatus" not in old
+    if "error" in old["response"]:
+        code = old["response"]["error"]["code"]
+        assert new["response"] == old["response"]
+        assert new.get("httpStatus") == MODERN_STATUS.get(code)
+        return
+    result = dict(new["response"]["result"])
+    assert result.pop("resultType") == "complete"
+    assert result.pop("_meta")["io.modelcontextprotocol/serverInfo"]["name"] == "kelpie-browser-gateway"
+    if message.get("method") == "tools/list":
+        assert (result.pop("ttlMs"), result.pop("cacheScope")) == (300_000, "private")
+    assert {**new["response"], "result": result} == old["response"]
+    assert "httpStatus" not in new
