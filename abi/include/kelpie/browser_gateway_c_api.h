@@ -117,7 +117,10 @@ KELPIE_GATEWAY_API char *kelpie_browser_gateway_begin(KelpieBrowserGatewayRef gw
 /*
  * Begin from a JSON-RPC 2.0 message (MCP, CONTRACT.md §7). Same rules as _begin; refusals are JSON-RPC
  * errors inside the complete step's "response". A notification completes with "response":null and
- * "httpStatus":202.
+ * "httpStatus":202. Both MCP eras are spoken, decided per message (§7 v1.1, docs/mcp.md "Eras"): a JSON-RPC
+ * error answering a stateless (2026-07-28) request carries the HTTP status the revision asks for
+ * ("httpStatus":404 for -32601, 400 for the others); a host serving /mcp over HTTP sends it, and checks the
+ * MCP-Protocol-Version / Mcp-Method / Mcp-Name headers against the body first (docs/mcp.md).
  */
 KELPIE_GATEWAY_API char *kelpie_browser_gateway_begin_mcp(KelpieBrowserGatewayRef gw, const char *jsonrpc_json);
 

@@ -60,7 +60,8 @@ sealed class Step {
 
     /**
      * `{"step":"complete"}`: terminal. Return [response] to the caller (a canonical envelope, a JSON-RPC
-     * response, or JSON null for an MCP notification, which carries [httpStatus] 202). [transaction] and
+     * response, or JSON null for an MCP notification, which carries [httpStatus] 202; a JSON-RPC error
+     * answering an MCP 2026-07-28 request carries the status to send over HTTP, 400 or 404). [transaction] and
      * [seq] are null for refusals produced before a transaction existed (bad handle, NULL/oversize input).
      */
     data class Complete(
