@@ -73,12 +73,13 @@ async def bc(client: Client, method: str, params: dict[str, Any]) -> dict[str, A
     return envelope
 
 
-async def ok(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Call and require success. Like a careful agent, retry (bounded) exactly the refusals that are
-    retryable and guarantee nothing happened: BUSY, or a read discarded as RENDERER_CHANGED because a
-    navigation event landed while it ran. An unknown outcome (mayHaveCompleted) is never retried."""
+async def ok(client: Client, method: str, params: dict[str, Any], *, retries: int = 5) -> dict[str, Any]:
+    """Call and require success. Like a careful agent, retry (bounded, every 0.2 s) exactly the refusals
+    that are retryable and guarantee nothing happened: BUSY, or a read discarded as RENDERER_CHANGED
+    because a navigation event landed while it ran. An unknown outcome (mayHaveCompleted) is never
+    retried. Two clients sharing the direct lane on purpose wait longer (``retries``)."""
     envelope = await bc(client, method, params)
-    for _ in range(5):
+    for _ in range(retries):
         if envelope["success"] or not envelope["error"]["retryable"] or envelope["mayHaveCompleted"]:
             break
         await asyncio.sleep(0.2)
@@ -101,8 +102,8 @@ def element(snapshot: dict[str, Any], tag: str, label: str) -> dict[str, Any]:
     raise AssertionError(f"no <{tag}> labelled {label!r} in {snapshot['elements']}")
 
 
-async def open_tab(client: Client, host: Host, page: str) -> str:
-    opened = await ok(client, "tabs.open", {"url": host.site(page)})
+async def open_tab(client: Client, host: Host, page: str, *, retries: int = 5) -> str:
+    opened = await ok(client, "tabs.open", {"url": host.site(page)}, retries=retries)
     return str(opened["tabId"])
 
 
@@ -345,6 +346,11 @@ def test_revoked_bearer_is_refused_and_others_keep_working(browser_host: Host, m
     assert not any(token in line for line in browser_host.process.lines)
 
 
+SHARED = 150
+"""Retries (0.2 s apart) for calls two clients make at once on one lane: one of them gets BUSY until the
+other's action is done, however slow the machine."""
+
+
 def test_legacy_and_modern_clients_interleaved_without_cross_talk(browser_host: Host) -> None:
     """A handshake client and a stateless client on one host at once, their calls interleaved and partly
     concurrent: each sees only its own answers, in its own era (no resultType for the handshake client,
@@ -359,10 +365,12 @@ def test_legacy_and_modern_clients_interleaved_without_cross_talk(browser_host: 
         ):
             assert old.protocol_version != new.protocol_version == MODERN
             old_tab, new_tab = await asyncio.gather(
-                open_tab(old, browser_host, "click.html"), open_tab(new, browser_host, "form.html")
+                open_tab(old, browser_host, "click.html", retries=SHARED),
+                open_tab(new, browser_host, "form.html", retries=SHARED),
             )
             old_snap, new_snap = await asyncio.gather(
-                ok(old, "tab.snapshot", {"tabId": old_tab}), ok(new, "tab.snapshot", {"tabId": new_tab})
+                ok(old, "tab.snapshot", {"tabId": old_tab}, retries=SHARED),
+                ok(new, "tab.snapshot", {"tabId": new_tab}, retries=SHARED),
             )
             assert old_snap["title"] == "Click page" and new_snap["title"] != "Click page"
             # Each client acts with its own refs; the other's refs are foreign to its tab.
@@ -375,16 +383,19 @@ def test_legacy_and_modern_clients_interleaved_without_cross_talk(browser_host: 
                     old,
                     "tab.click",
                     {"tabId": old_tab, "ref": element(old_snap, "button", "Increment")["ref"]},
+                    retries=SHARED,
                 ),
                 ok(
                     new,
                     "tab.type",
                     {"tabId": new_tab, "ref": element(new_snap, "input", "name")["ref"], "text": "abc"},
+                    retries=SHARED,
                 ),
             )
             assert clicked == {"clicked": True} and typed == {"typed": 3}
             old_after, new_after = await asyncio.gather(
-                ok(old, "tab.snapshot", {"tabId": old_tab}), ok(new, "tab.snapshot", {"tabId": new_tab})
+                ok(old, "tab.snapshot", {"tabId": old_tab}, retries=SHARED),
+                ok(new, "tab.snapshot", {"tabId": new_tab}, retries=SHARED),
             )
             assert "Clicked 1 times" in old_after["text"] and "Name has 3 characters" in new_after["text"]
             assert "Clicked 1 times" not in new_after["text"]
