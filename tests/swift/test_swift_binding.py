@@ -85,7 +85,8 @@ def test_swift_runner_ran_exactly_the_listed_tests(swift_run: SwiftRun) -> None:
     )
 
 
-VECTOR_NAMES = [p.stem for p in vectors.all_vectors()]
+VECTOR_NAMES = [name for name, _ in vectors.all_cases()]
+"""Every vector file and its modern (2026-07-28) twin (tools/vectors.py)."""
 
 
 def test_shared_vectors_exist() -> None:

@@ -1,4 +1,5 @@
-// Every shared vector in fixtures/vectors replayed through the raw layer (fixtures/vectors/README.md):
+// Every shared vector in fixtures/vectors, and each one's modern (2026-07-28) twin, replayed through the
+// raw layer (fixtures/vectors/README.md):
 // tools/vectors.py flattens each vector to a plan (one Python run for all), this test replays every plan
 // through BrowserGateway's byte-exact calls, and tools/vectors.py checks the outputs (one more run).
 // Each vector's verdict is printed as `VECTOR PASS name` / `VECTOR FAIL name: problems` (tests/swift
@@ -19,11 +20,10 @@ final class VectorTests: XCTestCase {
             """
             import sys
             from tools import vectors
-            for p in vectors.all_vectors():
-                v = vectors.load(p)
-                with open(f"{sys.argv[1]}/{p.stem}.plan", "wb") as f:
+            for name, v in vectors.all_cases():
+                with open(f"{sys.argv[1]}/{name}.plan", "wb") as f:
                     f.write(b"".join(line + b"\\n" for line in vectors.plan(v)))
-                print(p.stem)
+                print(name)
             """, dir.path)
         let names = planned.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
         XCTAssertGreaterThan(names.count, 1, "fixtures/vectors holds no shared vectors")
@@ -38,11 +38,11 @@ final class VectorTests: XCTestCase {
             """
             import sys
             from tools import vectors
-            for p in vectors.all_vectors():
-                data = open(f"{sys.argv[1]}/{p.stem}.out", "rb").read()
+            for name, v in vectors.all_cases():
+                data = open(f"{sys.argv[1]}/{name}.out", "rb").read()
                 lines = data[:-1].split(b"\\n") if data.endswith(b"\\n") else ([data] if data else [])
-                problems = vectors.check(vectors.load(p), lines)
-                print(f"VECTOR FAIL {p.stem}: " + " | ".join(problems) if problems else f"VECTOR PASS {p.stem}")
+                problems = vectors.check(v, lines)
+                print(f"VECTOR FAIL {name}: " + " | ".join(problems) if problems else f"VECTOR PASS {name}")
             """, dir.path)
         print(verdicts, terminator: "")
         fflush(nil)
