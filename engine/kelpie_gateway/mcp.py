@@ -89,6 +89,10 @@ NEXT_STEPS: Final[dict[str, str]] = {
     "TAB_STALE": _OBSERVE,
     "UNKNOWN_REF": _OBSERVE,
     "NODE_REPLACED": _OBSERVE,
+    "NOT_ACTIONABLE": (
+        "Next step: nothing was done. The element is disabled or inert; take a tab.snapshot to see what is "
+        "enabled (its states) before trying something else."
+    ),
     "CROSS_TAB_REF": (
         "Next step: nothing was done. That ref belongs to another tab; take a tab.snapshot of the tab you "
         "want to act on and use a ref from it."
