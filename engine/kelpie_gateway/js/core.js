@@ -412,7 +412,10 @@ function textAlt(el, o) {
     }
     if (role === "combobox" || role === "listbox") {
       o.visited.add(el);
-      if (tag === "select" || tag === "input" || tag === "textarea") return "";
+      // v1.1 lists a select's options with their `selected` state, so its selected options' text is
+      // no secret: an embedded select contributes it (accname 1.2). Text fields stay value-free.
+      if (tag === "select") return Array.from(el.selectedOptions || [], (opt) => opt.label).join(" ");
+      if (tag === "input" || tag === "textarea") return "";
       const listbox = role === "listbox" ? el : ownedOrDescendant(el, (e) => roleOf(e) === "listbox");
       if (listbox) {
         const picked = [];
