@@ -325,3 +325,14 @@ def test_scope_snapshots_a_nav_subtree(page: Page, fixtures_site: Site) -> None:
         ("navigation", "Main"), ("link", "Alpha"), ("link", "Beta"), ("button", "More")]
     assert g.ok("tab.click", ref=labelled(scoped, "More")["ref"]) == {"clicked": True}
     g.refused("STALE_SNAPSHOT", "tab.snapshot", scope=nav["ref"])  # a scope ref is an ordinary ref
+
+
+def test_text_pages_never_split_a_pair_and_join_to_the_whole_text(page: Page, fixtures_site: Site) -> None:
+    g = open_tab(page, fixtures_site, "emoji.html")
+    whole = g.snapshot()["text"]
+    assert len(whole.encode("utf-16-le")) // 2 > 10000  # 5,000 astral characters: 10,000 UTF-16 units
+    pages = g.all_pages(maxChars=1001)
+    assert len(pages) > 9
+    for p in pages:
+        assert len(p["text"].encode("utf-16-le")) // 2 <= 1001
+    assert "".join(p["text"] for p in pages) == whole

@@ -688,7 +688,7 @@ function closedShadowSuspect(el, tag, rec) {
 // Calls cb.text(str, pre) for visible text, cb.block() at block boundaries, cb.element(el, info) for
 // every rendered, visible element outside value contexts (info = {tag, role, interactive, notable,
 // unreadable}). Returns true when the walk was cut (depth bound).
-function walkDocument(doc, cb, start) {
+function walkDocument(doc, cb, start, elements) {
   let cut = false;
   const visitChildren = (parent, depth, ctx) => {
     if (parent.shadowRoot) {
@@ -768,8 +768,9 @@ function walkDocument(doc, cb, start) {
     if (block && inner.text) cb.block();
     else if (atomic && inner.text) cb.space();
   };
-  if (start) visit(start, 0, { text: true, elements: true });
-  else if (doc.documentElement) visit(doc.documentElement, 0, { text: true, elements: true });
+  const ctx = { text: true, elements };
+  if (start) visit(start, 0, ctx);
+  else if (doc.documentElement) visit(doc.documentElement, 0, ctx);
   return cut;
 }
 // The options (and optgroup labels) of a listed <select>, as elements of their own right after it
@@ -825,17 +826,16 @@ function makeTextSink(maxChars) {
     space() { if (pend < 1) pend = 1; },
     newline() { if (pend < 2) pend = 2; },
     full() { return cut; },
-    result() {
-      const r = cutUnits(out.join(""), maxChars);
-      return { text: r.text, cut: r.cut || cut };
-    },
+    // Everything collected (it may run past maxChars by one piece) and whether more text was left.
+    raw() { return { text: out.join(""), cut }; },
   };
 }
 
 // ---------------------------------------------------------------- the read, its order and its pages
-// One read walks the document (or one subtree) once and keeps everything a continuation needs: the
-// visible text (up to TEXT_STORE_MAX units) and every listed element in priority order. Pages are then
-// cut from that record (§9 v1.1: `next`/`cursor` continue the same snapshot, nothing repeated or skipped).
+// One read walks the document (or one subtree) once and keeps what a continuation needs: every listed
+// element in priority order and the text read so far (more is read on demand, up to TEXT_STORE_MAX
+// units). Pages are cut from that record (§9 v1.1: `next`/`cursor` continue the same snapshot, nothing
+// repeated or skipped while the document is unchanged).
 const TEXT_STORE_MAX = 4 * 1024 * 1024; // UTF-16 units of text one snapshot can page through
 // Priority classes when a limit cuts the element list (§9 v1.1): text entry, buttons and toggles, the
 // options of native selects, links, other interactive elements and unreadable placeholders, then
@@ -855,12 +855,13 @@ function priorityClass(info) {
   return 4;
 }
 
-// Read `start` (an element or shadow root; null = the whole document). Returns
-// {url, title, text, textCut, walkCut, order:[info], roots:[Document|ShadowRoot]} where `order` lists
-// every candidate element in priority order and `roots` are the trees the read looked into.
-function readRecord(start) {
+// Read `start` (an element or shadow root; null = the whole document), its text up to `textBound`
+// units. Returns {url, title, headCut, start, text, textComplete, walkCut, order:[info], roots} where
+// `order` lists every candidate element in priority order and `roots` are the trees the read looked into
+// (the document, open shadow roots, same-origin frame documents).
+function readRecord(start, textBound) {
   const doc = document;
-  const sink = makeTextSink(TEXT_STORE_MAX);
+  const sink = makeTextSink(textBound);
   const classes = [];
   for (let i = 0; i < CLASS_COUNT; i++) classes.push([]);
   const roots = [doc];
@@ -877,30 +878,51 @@ function readRecord(start) {
       info.order = order++;
       classes[priorityClass(info)].push(info);
     },
-  }, start);
-  const t = sink.result();
+  }, start, true);
+  const t = sink.raw();
   const url = cutUnits(wellFormed(String(doc.location ? doc.location.href : doc.URL)), URL_MAX);
   const title = cutUnits(wellFormed(flat(doc.title || "")), TITLE_MAX);
   return {
-    url: url.text, title: title.text, headCut: url.cut || title.cut, text: t.text, textCut: t.cut, walkCut,
-    order: [].concat(...classes), roots,
+    url: url.text, title: title.text, headCut: url.cut || title.cut, start, text: t.text, textComplete: !t.cut,
+    walkCut, order: [].concat(...classes), roots,
   };
+}
+
+// Make `rec.text` reach past unit `upto` (or be complete): the first read collects only the first
+// page's text (so a snapshot costs what it did before pages existed); a continuation that needs more
+// walks the text again — the same text while the document is unchanged — with a doubled bound.
+function ensureText(rec, upto) {
+  if (rec.textComplete || rec.text.length > upto || rec.text.length >= TEXT_STORE_MAX) return;
+  const bound = Math.min(TEXT_STORE_MAX, Math.max(upto, rec.text.length * 2));
+  const sink = makeTextSink(bound);
+  walkDocument(document, {
+    text: (d, pre) => sink.text(d, pre),
+    block: () => sink.block(),
+    space: () => sink.space(),
+    full: () => sink.full(),
+    newline: () => sink.newline(),
+  }, rec.start, false);
+  const t = sink.raw();
+  rec.text = t.text;
+  rec.textComplete = !t.cut;
 }
 
 // One page of a record: text from UTF-16 unit `textAt` (at most maxChars, never splitting a pair),
 // the elements `elementAt …` of the priority order (at most maxElements, listed in page order).
 // Returns {text, picked, truncated, rest: {textAt, elementAt} | null}.
 function pageOf(rec, textAt, elementAt, maxChars, maxElements) {
+  ensureText(rec, textAt + maxChars);
   const cut = cutUnits(rec.text.slice(textAt), maxChars);
   const picked = rec.order.slice(elementAt, elementAt + maxElements);
   picked.sort((a, b) => a.order - b.order);
-  const nextText = textAt + cut.text.length;
+  const nextText = Math.min(textAt + cut.text.length, TEXT_STORE_MAX);
   const nextElement = elementAt + picked.length;
-  const more = nextText < rec.text.length || nextElement < rec.order.length;
+  const textLeft = nextText < rec.text.length && nextText < TEXT_STORE_MAX;
+  const more = textLeft || nextElement < rec.order.length;
   return {
     text: cut.text,
     picked,
-    truncated: more || rec.textCut || rec.walkCut || rec.headCut,
+    truncated: more || !(rec.textComplete && !textLeft) || rec.walkCut || rec.headCut,
     rest: more ? { textAt: nextText, elementAt: nextElement } : null,
   };
 }

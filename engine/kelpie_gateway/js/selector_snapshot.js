@@ -42,7 +42,7 @@ function selectorFor(el) {
 }
 
 async function main(P) {
-  const rec = readRecord(null);
+  const rec = readRecord(null, P.maxChars);
   const page = pageOf(rec, 0, 0, P.maxChars, P.maxElements);
   const flags = { truncated: page.truncated };
   const elements = page.picked.map((info) => {

@@ -63,7 +63,7 @@ async function main(P) {
     start = lookup(P.scope);
     if (!start) return fail("NODE_REPLACED", "the scope element was replaced or removed since the snapshot; take a new snapshot", false);
   }
-  const rec = readRecord(start);
+  const rec = readRecord(start, P.maxChars);
   if (reg.snap && reg.snap.observer) reg.snap.observer.disconnect();
   reg.nodes.clear();
   reg.snaps = (reg.snaps || 0) + 1;
