@@ -281,6 +281,8 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
         states = e.get("states")
         if states is not None and not states_ok(states):
             raise malformed(f"{where}: 'states' must be a sorted array of distinct known states")
+        if states:
+            item["states"] = states  # an empty array says nothing: left out, as the reader does
         link = e.get("url")
         if link is not None:
             if not isinstance(link, str):
@@ -291,7 +293,7 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
                 truncated = True
             item["url"] = link
         for key, v in e.items():
-            if key not in item and key != "handle":
+            if key not in item and key not in ("handle", "states"):
                 item[key] = v
         elements.append(jsonio.repair_surrogates(item))
     gen = result.get("generation")
