@@ -585,7 +585,9 @@ def instructions(gw: GatewayCore) -> str:
         parts.append(
             "Observe a tab with tab.snapshot: it returns page text and elements with refs (like s3e7). "
             "A ref works only on its own tab and only until the next snapshot, navigation or action there; "
-            "when a ref is refused, take a new snapshot and use its refs."
+            "when a ref is refused, take a new snapshot and use its refs. Elements carry states "
+            "(disabled, checked, selected, offscreen, …); a select's options are elements to click. "
+            "When the result has next, pass it as params.cursor for the rest of the same snapshot."
         )
     if gw.config.targeting == "direct" and "tabs.list" in methods and gw.config.pinned_tab is None:
         parts.append("Tab methods need params.tabId (from tabs.list or tabs.open).")
