@@ -12,8 +12,8 @@ Both readers are assembled exactly as :func:`kelpie_gateway.reader.assemble_bund
 same isolated world of the same tab, alternating, so machine load hits both alike.
 
 * ``speed``: one ``tab.snapshot`` (12,000 chars, 200 elements) of a page with ``--items`` list items
-  (every 50th a heading, every 10th a link, a button at the end); prints the median of each reader and
-  the ratio new/old (the v1.1 target: at most 1.10).
+  (every 50th a heading, every 10th a link, a button at the end), timed inside the page; prints the
+  median and minimum of each reader and the ratios new/old (the v1.1 target: at most 1.10).
 * ``coverage``: for every corpus entry page (``pages.txt``): the controls (listed elements that are not
   headings or images) of the previous reader's one snapshot, of the new reader's first page, and of
   the new reader's first page plus every continuation page; prints per page and in total how many of
@@ -32,7 +32,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -106,26 +105,26 @@ def speed(args: argparse.Namespace, browser: Any) -> None:
         page.goto(f"http://127.0.0.1:{port}/big.html", wait_until="load")
         world = HostWorld(page)
         key = secrets.token_hex(16)
-        scripts = {
-            "previous": script(old, key=key, maxChars=12000, maxElements=200),
-            "v1.1": script(new, key=key, maxChars=12000, maxElements=200),
-        }
+        params = reader.js_literal({"key": key, "maxChars": 12000, "maxElements": 200})
+        # Timed inside the page (performance.now around the script), so CDP transfer noise stays out.
+        timed = "(async () => {{ const t = performance.now(); const v = await {}({}); " \
+                "return {{ ms: performance.now() - t, n: v.elements ? v.elements.length : -1 }}; }})()"
+        scripts = {"previous": timed.format(old, params), "v1.1": timed.format(new, params)}
         times: dict[str, list[float]] = {name: [] for name in scripts}
         for s in scripts.values():  # warm-up, and a sanity check of each answer
-            value = world.evaluate(s, timeout_ms=60000)
-            assert len(value["elements"]) == 200, value.get("error")
+            assert world.evaluate(s, timeout_ms=60000)["n"] == 200
         for _ in range(args.rounds):
             for name, s in scripts.items():
-                t = time.perf_counter()
-                world.evaluate(s, timeout_ms=60000)
-                times[name].append((time.perf_counter() - t) * 1000)
+                times[name].append(world.evaluate(s, timeout_ms=60000)["ms"])
         server.shutdown()
     med = {name: statistics.median(v) for name, v in times.items()}
     print(f"snapshot of a {args.items}-item page, median of {args.rounds} alternating runs (base {args.base}):")
     for name, ms in med.items():
         print(f"  {name:9} {ms:8.1f} ms   (min {min(times[name]):.1f}, max {max(times[name]):.1f})")
     ratio = med["v1.1"] / med["previous"]
-    print(f"  ratio v1.1/previous = {ratio:.3f} ({'within' if ratio <= 1.10 else 'OVER'} the 1.10 target)")
+    best = min(times["v1.1"]) / min(times["previous"])
+    print(f"  ratio v1.1/previous: median {ratio:.3f}, minimum {best:.3f} "
+          f"({'within' if ratio <= 1.10 else 'OVER'} the 1.10 target)")
 
 
 REACH = """(keys) => {
