@@ -826,6 +826,11 @@ function makeTextSink(maxChars) {
     space() { if (pend < 1) pend = 1; },
     newline() { if (pend < 2) pend = 2; },
     full() { return cut; },
+    // The text cut to maxChars (never inside a pair) and whether anything was cut.
+    result() {
+      const r = cutUnits(out.join(""), maxChars);
+      return { text: r.text, cut: r.cut || cut };
+    },
     // Everything collected (it may run past maxChars by one piece) and whether more text was left.
     raw() { return { text: out.join(""), cut }; },
   };
