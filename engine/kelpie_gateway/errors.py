@@ -47,7 +47,8 @@ ERROR_CODES: Final[dict[str, tuple[bool, str]]] = {
     "UNKNOWN_REF": (False, "The ref was never issued by this gateway (or names no element of its snapshot)."),
     "STALE_SNAPSHOT": (
         False,
-        "The ref belongs to an older snapshot of its tab; use refs from the latest one.",
+        "The ref (or cursor) belongs to an older snapshot of its tab, or the document changed since the "
+        "cursor's snapshot; use the latest snapshot.",
     ),
     "CROSS_TAB_REF": (False, "The ref belongs to another tab's snapshot."),
     "REFS_INVALIDATED": (
@@ -61,6 +62,15 @@ ERROR_CODES: Final[dict[str, tuple[bool, str]]] = {
     "NOT_TYPABLE": (
         False,
         "The element does not accept typed text (number, file, date, checkbox, radio, ...).",
+    ),
+    "NOT_ACTIONABLE": (
+        False,
+        "The target is disabled or inert (or an optgroup label); refused before any event (v1.1).",
+    ),
+    "EFFECT_NOT_OBSERVED": (
+        False,
+        "The action ran but the element does not show its effect afterwards (the page reverted, filtered "
+        "or transformed it); observe before acting (v1.1).",
     ),
     "OPTION_UNSUPPORTED": (False, "The option value is not supported by this host (e.g. fullPage:true)."),
     "TIMEOUT": (True, "The renderer did not answer within timeoutMs."),

@@ -130,7 +130,7 @@ class GatewayCore:
         self._closed = False
         self._working: Transaction | None = None
         self._audit_hint: tuple[str | None, str | None, Any] = (None, None, None)
-        self._natives = natives.Context(self._key, self._refs.resolve)
+        self._natives = natives.Context(self._key, self._refs.resolve, self._refs.resume)
 
     # ================================================================== public API
     def begin(self, request: Mapping[str, Any] | str | bytes) -> JsonObject:
@@ -414,6 +414,8 @@ class GatewayCore:
             except RefError as exc:
                 raise Refusal(exc.code, exc.message) from None
         self._captured_handles(txn, tab_id)
+        if txn.method == "tab.snapshot":  # scope and cursor are refused before anything runs (§9 v1.1)
+            natives.snapshot_anchor(params, tab_id or "", self._natives)
         if txn.mutates and tab_id is not None and tab_id in self._reconcile:
             raise Refusal(
                 "RECONCILE_REQUIRED",
@@ -804,11 +806,26 @@ class GatewayCore:
         snap = shaped.snapshot
         if snap is not None:
             seen = snap.generation if snap.generation is not None else refs.generation(snap.tab_id)
-            sid, issued = refs.issue_snapshot(snap.tab_id, seen, snap.handles)
+            try:
+                if snap.cursor is not None:  # the next page of the same snapshot (§9 v1.1)
+                    if seen != refs.generation(snap.tab_id):
+                        raise RefError(
+                            "STALE_SNAPSHOT",
+                            f"tab {snap.tab_id!r} shows a new document; take a new tab.snapshot",
+                        )
+                    sid, issued, next_cursor = refs.extend_snapshot(
+                        snap.tab_id, snap.cursor, snap.handles, snap.rest
+                    )
+                else:
+                    sid, issued, next_cursor = refs.issue_snapshot(snap.tab_id, seen, snap.handles, snap.rest)
+            except RefError as exc:  # the cursor stopped being the tab's latest while the page was read
+                raise Refusal(exc.code, exc.message) from None
             out["generation"] = seen
             out["snapshot"] = f"s{sid}"
             for item, ref in zip(out["elements"], issued, strict=True):
                 item["ref"] = ref
+            if next_cursor is not None:
+                out["next"] = next_cursor
             self._reconcile.discard(snap.tab_id)
         return out
 

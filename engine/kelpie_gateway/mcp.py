@@ -139,6 +139,10 @@ NEXT_STEPS: Final[dict[str, str]] = {
     "TAB_STALE": _OBSERVE,
     "UNKNOWN_REF": _OBSERVE,
     "NODE_REPLACED": _OBSERVE,
+    "NOT_ACTIONABLE": (
+        "Next step: nothing was done. The element is disabled or inert; take a tab.snapshot to see what is "
+        "enabled (its states) before trying something else."
+    ),
     "CROSS_TAB_REF": (
         "Next step: nothing was done. That ref belongs to another tab; take a tab.snapshot of the tab you "
         "want to act on and use a ref from it."
@@ -889,7 +893,9 @@ def instructions(gw: GatewayCore) -> str:
         parts.append(
             "Observe a tab with tab.snapshot: it returns page text and elements with refs (like s3e7). "
             "A ref works only on its own tab and only until the next snapshot, navigation or action there; "
-            "when a ref is refused, take a new snapshot and use its refs."
+            "when a ref is refused, take a new snapshot and use its refs. Elements carry states "
+            "(disabled, checked, selected, offscreen, …); a select's options are elements to click. "
+            "When the result has next, pass it as params.cursor for the rest of the same snapshot."
         )
     if gw.config.targeting == "direct" and "tabs.list" in methods and gw.config.pinned_tab is None:
         parts.append("Tab methods need params.tabId (from tabs.list or tabs.open).")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from . import reader
 from .config import CAPTURED_FIELD
@@ -25,11 +25,13 @@ WORLD: Final = reader.WORLD_NAME
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """``key``: the per-gateway reader key (§9); ``resolve(ref, tabId)`` → the renderer handle, or raises
+    """``key``: the per-gateway reader key (§9); ``resolve(ref, tabId)`` → the renderer handle, and
+    ``resume(cursor, tabId)`` → the renderer's private continuation position (§3, §9 v1.1); both raise
     :class:`~kelpie_gateway.refs.RefError`."""
 
     key: str
     resolve: Callable[[str, str], str]
+    resume: Callable[[str, str], Any]
 
 
 NativeCall = tuple[str, JsonObject]
@@ -72,11 +74,41 @@ def _extension_call(p: Planned, ctx: Context) -> NativeCall:
     return p.endpoint, {**p.params["arguments"], CAPTURED_FIELD: captured}
 
 
+def snapshot_anchor(params: JsonObject, tab_id: str, ctx: Context) -> tuple[str | None, Any]:
+    """``(scope handle, continuation position)`` of a ``tab.snapshot`` (§3, §9 v1.1), both None for a
+    plain snapshot. Raises :class:`Refusal`: ``INVALID_PARAMS`` for both ``scope`` and ``cursor`` or a
+    cursor never issued; the ref refusals for ``scope``; ``CROSS_TAB_REF``/``STALE_SNAPSHOT`` for a
+    cursor of another tab, an older or already continued page, or a tab changed since."""
+    if "scope" in params and "cursor" in params:
+        raise Refusal(
+            "INVALID_PARAMS",
+            "/params/scope: a cursor continues its own snapshot (and its scope); send either, not both",
+        )
+    try:
+        if "cursor" in params:
+            return None, ctx.resume(params["cursor"], tab_id)
+        if "scope" in params:
+            return ctx.resolve(params["scope"], tab_id), None
+    except RefError as exc:
+        raise Refusal(exc.code, exc.message) from None
+    return None, None
+
+
 def _snapshot(p: Planned, ctx: Context) -> NativeCall:
     params = p.params
-    return _evaluate(
-        p, reader.snapshot_script(ctx.key, max_chars=params["maxChars"], max_elements=params["maxElements"])
-    )
+    assert p.tab_id is not None
+    scope, position = snapshot_anchor(params, p.tab_id, ctx)
+    try:
+        script = reader.snapshot_script(
+            ctx.key,
+            max_chars=params["maxChars"],
+            max_elements=params["maxElements"],
+            scope=scope,
+            cursor=position,
+        )
+    except ValueError as exc:  # the renderer's handle for the scope ref is not a reader handle
+        raise Refusal("RENDERER_FAILED", f"cannot read that scope: {exc}") from None
+    return _evaluate(p, script)
 
 
 def _click(p: Planned, ctx: Context) -> NativeCall:

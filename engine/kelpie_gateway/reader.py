@@ -170,35 +170,71 @@ def _check_bound(name: str, value: Any, limit: int) -> int:
     return value
 
 
-def snapshot_script(key: str, *, max_chars: int, max_elements: int) -> str:
-    """Script for ``tab.snapshot`` (contract §8-§9).
+def snapshot_script(
+    key: str,
+    *,
+    max_chars: int,
+    max_elements: int,
+    scope: str | None = None,
+    cursor: Mapping[str, Any] | None = None,
+) -> str:
+    """Script for ``tab.snapshot`` (contract §3, §8-§9 with the v1.1 additions).
 
     `key`: the per-gateway key (32 lowercase hex). `max_chars`: 1..12000 UTF-16 code units of `text`;
-    `max_elements`: 1..200 elements. The script's value is
-    ``{url, title, text, truncated, elements:[{handle, tag, role, label, …}]}`` where the optional
-    extra fields are ``type`` (inputs), ``level`` (headings), ``disabled``, ``unreadable``
+    `max_elements`: 1..200 elements. `scope`: a handle whose subtree alone is read (a new snapshot).
+    `cursor`: a continuation position ``{snapshot, textAt, elementAt}`` exactly as an earlier answer's
+    ``rest`` gave it: the next page of that same read. The script's value is
+    ``{url, title, text, truncated, elements:[{handle, tag, role, label, …}], rest?}`` where the
+    optional element fields are ``type`` (inputs), ``level`` (headings), ``states`` (sorted, from
+    :data:`kelpie_gateway.schema.ELEMENT_STATES`), ``url`` (links, ≤ 500 UTF-16 units), ``unreadable``
     (``"closed-shadow-root"`` | ``"cross-origin-frame"``), ``frame``/``shadow`` (true when the element
     is inside a same-origin frame / an open shadow tree) and ``text`` (visible text of a clickable
-    element that has no accessible name). It never contains form values, editable content or
-    password-like text. On an internal failure the value is
-    ``{error:{code:"RENDERER_FAILED", message}, mayHaveCompleted:false}``.
-    Raises ValueError for a malformed key or out-of-range bounds.
+    element that has no accessible name); ``rest`` (present while anything is left) is the position of
+    the next page. It never contains form values, editable content or password-like text. Refusals:
+    ``NODE_REPLACED`` (the scope node is gone), ``STALE_SNAPSHOT`` (the cursor's read is no longer the
+    kept one, or the document changed since), both with ``mayHaveCompleted:false``; on an internal
+    failure ``{error:{code:"RENDERER_FAILED", message}, mayHaveCompleted:false}``.
+    Raises ValueError for a malformed key, scope or cursor, out-of-range bounds, or both scope and cursor.
     """
     _check_key(key)
-    params = {
+    params: dict[str, Any] = {
         "key": key,
         "maxChars": _check_bound("max_chars", max_chars, MAX_CHARS_LIMIT),
         "maxElements": _check_bound("max_elements", max_elements, MAX_ELEMENTS_LIMIT),
     }
+    if scope is not None and cursor is not None:
+        raise ValueError("a snapshot has either a scope or a cursor")
+    if scope is not None:
+        _check_handle(scope)
+        params["scope"] = scope
+    if cursor is not None:
+        params["cursor"] = _check_position(cursor)
     return _script("snapshot", params)
+
+
+def _check_position(cursor: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(cursor, Mapping) or set(cursor) != {"snapshot", "textAt", "elementAt"}:
+        raise ValueError("cursor must be {snapshot, textAt, elementAt}")
+    token, text_at, element_at = cursor["snapshot"], cursor["textAt"], cursor["elementAt"]
+    if not isinstance(token, str) or not _HANDLE_RE.fullmatch(token):
+        raise ValueError("cursor.snapshot is not a reader snapshot token")
+    for name, v in (("textAt", text_at), ("elementAt", element_at)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**53:
+            raise ValueError(f"cursor.{name} must be a non-negative integer")
+    return {"snapshot": token, "textAt": text_at, "elementAt": element_at}
 
 
 def click_script(key: str, handle: str) -> str:
     """Script for ``tab.click`` on the node captured as `handle` (contract §9).
 
+    On an ``<option>`` of a native select the click chooses it as a user does (single select: that
+    option; ``multiple``: toggles it; ``input`` then ``change`` on the select when the selection changed).
     Value: ``{clicked:true}``, or ``{error:{code:"NODE_REPLACED", …}, mayHaveCompleted:false}`` when the
-    handle's node is gone (replaced, disconnected, registry cleared by navigation/history), or
-    ``{error:{code:"RENDERER_FAILED", …}, mayHaveCompleted:true}`` if activation itself failed.
+    handle's node is gone (replaced, disconnected, registry cleared by navigation/history),
+    ``NOT_ACTIONABLE`` with ``mayHaveCompleted:false`` for a disabled or inert target or an optgroup
+    (no event fired), ``EFFECT_NOT_OBSERVED`` with ``mayHaveCompleted:true`` when the page undid an
+    option choice, or ``{error:{code:"RENDERER_FAILED", …}, mayHaveCompleted:true}`` if activation
+    itself failed.
     Raises ValueError for a malformed key or handle.
     """
     _check_key(key)
@@ -209,11 +245,13 @@ def click_script(key: str, handle: str) -> str:
 def type_script(key: str, handle: str, text: str) -> str:
     """Script for ``tab.type``: append `text` (1..200000 code points) to the captured node (contract §9).
 
-    Value: ``{typed: <code points appended>}``; ``NOT_TYPABLE`` (number, file, date-like, checkbox,
-    radio and other non-text inputs, disabled/read-only fields, non-editable elements) with
-    ``mayHaveCompleted:false`` before focus, and ``NOT_TYPABLE``/``NODE_REPLACED`` with
-    ``mayHaveCompleted:true`` when focus handlers changed or removed the field; ``NODE_REPLACED``
-    with ``mayHaveCompleted:false`` for a gone node. Raises ValueError for a malformed key, handle or
+    Value: ``{typed: <code points appended>}``; ``NOT_ACTIONABLE`` (disabled or inert target) and
+    ``NOT_TYPABLE`` (number, file, date-like, checkbox, radio and other non-text inputs, read-only
+    fields, non-editable elements) with ``mayHaveCompleted:false`` before focus;
+    ``NOT_TYPABLE``/``NODE_REPLACED`` with ``mayHaveCompleted:true`` when focus handlers changed or
+    removed the field; ``EFFECT_NOT_OBSERVED`` with ``mayHaveCompleted:true`` when, after the events
+    and one turn of the page's event loop, the value (or editable text) does not end with what was
+    appended; ``NODE_REPLACED`` with ``mayHaveCompleted:false`` for a gone node. Raises ValueError for a malformed key, handle or
     text.
     """
     _check_key(key)

@@ -18,6 +18,15 @@ Theory of operation
   lock at the start of every ``begin``, ``next``, ``advance`` and ``cancel``.
 * Each tab has an *epoch* that every drained invalidation of it (or of all tabs) bumps; a read records
   the epoch when dispatched and is discarded ``RENDERER_CHANGED`` if it moved meanwhile.
+* A snapshot may come in pages (CONTRACT.md §3, §9 v1.1). When the renderer says more is left, the
+  snapshot's latest page carries an opaque ``next`` cursor ``s<n>p<k>`` (page ``k + 1`` of snapshot
+  ``n``) and this module keeps, privately, the renderer's position behind it. A ``tab.snapshot`` with that
+  cursor continues the **same** snapshot: its new elements get the following refs ``s<n>e<i>`` and every
+  earlier page's ref stays valid. :meth:`RefStore.resume` refuses a cursor before anything is
+  dispatched: ``INVALID_PARAMS`` (malformed or never issued), ``CROSS_TAB_REF`` (another tab's),
+  ``STALE_SNAPSHOT`` (an older snapshot, a page already continued, refs invalidated since — navigation,
+  an action, a renderer change — or a newer document generation). The renderer refuses
+  ``STALE_SNAPSHOT`` itself when the document changed under an unchanged generation.
 * Old snapshot ids are remembered (to tell ``STALE_SNAPSHOT``/``CROSS_TAB_REF`` from ``UNKNOWN_REF``)
   for the last :data:`SNAPSHOT_MEMORY` snapshots; older refs are refused ``STALE_SNAPSHOT``. Memory stays
   bounded however many transactions run.
@@ -29,15 +38,16 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 SNAPSHOT_MEMORY: Final = 65_536
-_REF_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})e([1-9][0-9]{0,5})$")
+_REF_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})e([1-9][0-9]{0,6})$")
+_CURSOR_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})p([1-9][0-9]{0,5})$")
 
 
 class RefError(Exception):
-    """A ref refusal: ``code`` is one of UNKNOWN_REF, CROSS_TAB_REF, STALE_SNAPSHOT, REFS_INVALIDATED,
-    TAB_STALE; ``message`` says what to do."""
+    """A ref or cursor refusal: ``code`` is one of UNKNOWN_REF, CROSS_TAB_REF, STALE_SNAPSHOT,
+    REFS_INVALIDATED, TAB_STALE, INVALID_PARAMS (a cursor never issued); ``message`` says what to do."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -51,6 +61,9 @@ class _TabRefs:
     generation: int | None = None
     handles: list[str] = field(default_factory=list)
     invalidated: bool = False
+    pages: int = 1
+    next: str | None = None
+    rest: Any = None
 
 
 class RefStore:
@@ -126,18 +139,82 @@ class RefStore:
 
     # ------------------------------------------------------------- snapshots and refs
     def issue_snapshot(
-        self, tab_id: str, generation: int | None, handles: list[str]
-    ) -> tuple[int, list[str]]:
-        """Make a new latest snapshot of ``tab_id`` holding ``handles``; returns ``(id, refs)``."""
+        self, tab_id: str, generation: int | None, handles: list[str], rest: Any = None
+    ) -> tuple[int, list[str], str | None]:
+        """Make a new latest snapshot of ``tab_id`` holding ``handles``; returns ``(id, refs, next)``.
+
+        ``rest``: the renderer's private position of the next page (None: nothing left); ``next`` is the
+        cursor that continues it, or None."""
         self._last_snapshot += 1
         sid = self._last_snapshot
-        self._tabs[tab_id] = _TabRefs(sid, generation, list(handles), False)
+        tab = _TabRefs(sid, generation, list(handles), False)
+        self._tabs[tab_id] = tab
         self._owner[sid] = tab_id
         if len(self._owner) > SNAPSHOT_MEMORY:
             self._owner.popitem(last=False)
         if generation is not None:
             self._generations[tab_id] = generation
-        return sid, [f"s{sid}e{i}" for i in range(1, len(handles) + 1)]
+        return sid, [f"s{sid}e{i}" for i in range(1, len(handles) + 1)], self._set_rest(tab, rest)
+
+    @staticmethod
+    def _set_rest(tab: _TabRefs, rest: Any) -> str | None:
+        tab.rest = rest
+        tab.next = None if rest is None else f"s{tab.snapshot}p{tab.pages + 1}"
+        return tab.next
+
+    def resume(self, cursor: str, tab_id: str) -> Any:
+        """The renderer position behind ``cursor`` for a continuation on ``tab_id``; raises :class:`RefError`
+        (INVALID_PARAMS, CROSS_TAB_REF, STALE_SNAPSHOT) before anything is dispatched."""
+        m = _CURSOR_RE.match(cursor)
+        if m is None or int(m.group(1)) > self._last_snapshot:
+            raise RefError(
+                "INVALID_PARAMS",
+                "/params/cursor: not a cursor issued by this gateway; pass a snapshot's `next`",
+            )
+        sid, page = int(m.group(1)), int(m.group(2))
+        owner = self._owner.get(sid)
+        if owner is not None and owner != tab_id:
+            raise RefError("CROSS_TAB_REF", f"cursor {cursor!r} belongs to tab {owner!r}, not {tab_id!r}")
+        tab = self._tabs.get(tab_id)
+        if owner is None or tab is None or tab.snapshot != sid:
+            raise RefError(
+                "STALE_SNAPSHOT",
+                f"cursor {cursor!r} is of an older snapshot of tab {tab_id!r}; take a new tab.snapshot",
+            )
+        current = self._generations.get(tab_id)
+        if tab.invalidated or (
+            tab.generation is not None and current is not None and current != tab.generation
+        ):
+            raise RefError(
+                "STALE_SNAPSHOT",
+                f"tab {tab_id!r} changed since snapshot s{sid} (navigation, an action or a renderer change); "
+                "take a new tab.snapshot",
+            )
+        if tab.next != cursor:
+            if page <= tab.pages:
+                raise RefError(
+                    "STALE_SNAPSHOT",
+                    f"cursor {cursor!r} was already continued; use the latest page's `next`",
+                )
+            raise RefError(
+                "INVALID_PARAMS",
+                "/params/cursor: not a cursor issued by this gateway; pass a snapshot's `next`",
+            )
+        return tab.rest
+
+    def extend_snapshot(
+        self, tab_id: str, cursor: str, handles: list[str], rest: Any
+    ) -> tuple[int, list[str], str | None]:
+        """Add the next page (``handles``) to the snapshot ``cursor`` continues; returns ``(id, refs, next)``
+        where refs continue the snapshot's numbering. Raises :class:`RefError` if the cursor stopped being
+        the tab's latest meanwhile."""
+        self.resume(cursor, tab_id)
+        tab = self._tabs[tab_id]
+        first = len(tab.handles) + 1
+        tab.handles.extend(handles)
+        tab.pages += 1
+        sid = tab.snapshot
+        return sid, [f"s{sid}e{i}" for i in range(first, first + len(handles))], self._set_rest(tab, rest)
 
     def owner(self, ref: str) -> str | None:
         """The tab whose snapshot issued ``ref``, when known."""

@@ -16,6 +16,7 @@ reads the DOM.
 from __future__ import annotations
 
 import binascii
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any, Final
 
 from . import jsonio
 from .errors import JsonObject, Refusal
+from .schema import ELEMENT_STATES
 
 PASSTHROUGH_CODES: Final = frozenset(
     {
@@ -30,6 +32,9 @@ PASSTHROUGH_CODES: Final = frozenset(
         "TAB_STALE",
         "NODE_REPLACED",
         "NOT_TYPABLE",
+        "NOT_ACTIONABLE",
+        "EFFECT_NOT_OBSERVED",
+        "STALE_SNAPSHOT",
         "OPTION_UNSUPPORTED",
         "TIMEOUT",
         "CANCELLED",
@@ -45,6 +50,29 @@ PASSTHROUGH_CODES: Final = frozenset(
 
 _HANDLE_RE: Final = re.compile(r"[0-9A-Za-z_-]{1,64}")
 """Renderer handles are short opaque tokens; anything else in a snapshot is a malformed result."""
+_STATES: Final = frozenset(ELEMENT_STATES)
+URL_FIELD_MAX: Final = 500
+"""A link's ``url`` is at most 500 UTF-16 units, a cut marked with U+2026 (§9 v1.1)."""
+
+
+def states_ok(states: Any) -> bool:
+    """A renderer's ``states``: a sorted array of distinct members of the closed set (§9 v1.1)."""
+    return (
+        isinstance(states, list)
+        and all(isinstance(x, str) and x in _STATES for x in states)
+        and all(a < b for a, b in itertools.pairwise(states))
+    )
+
+
+def is_position(rest: Any) -> bool:
+    """The renderer's private continuation position ``{snapshot, textAt, elementAt}``."""
+    return (
+        isinstance(rest, dict)
+        and set(rest) == {"snapshot", "textAt", "elementAt"}
+        and isinstance(rest["snapshot"], str)
+        and _HANDLE_RE.fullmatch(rest["snapshot"]) is not None
+        and all(type(rest[k]) is int and 0 <= rest[k] < 2**53 for k in ("textAt", "elementAt"))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +93,16 @@ class Planned:
 @dataclass(frozen=True, slots=True)
 class SnapshotRefs:
     """A snapshot's renderer handles, in element order, for the gateway to turn into refs of a new snapshot
-    of ``tab_id``; ``generation`` is the renderer's, or None (the gateway uses the tab's last known one)."""
+    of ``tab_id`` — or, when ``cursor`` is set, of the next page of the snapshot that cursor continues;
+    ``generation`` is the renderer's, or None (the gateway uses the tab's last known one); ``rest`` is the
+    renderer's private position of the page after this one (None: nothing left), kept by the ref store
+    behind the ``next`` cursor (§3, §9 v1.1)."""
 
     tab_id: str
     generation: int | None
     handles: list[str]
+    rest: Any = None
+    cursor: str | None = None
 
 
 @dataclass(slots=True)
@@ -222,11 +255,16 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
     text = jsonio.repair_surrogates(field(value, "text", str, "snapshot"))
     truncated = field(value, "truncated", bool, "snapshot")
     raw = field(value, "elements", list, "snapshot")
+    rest = value.get("rest")
+    if rest is not None and not is_position(rest):
+        raise malformed("snapshot: malformed continuation position 'rest'")
     text, cut = cut_utf16(text, params["maxChars"])
-    truncated = truncated or cut
     if len(raw) > params["maxElements"]:
         raw = raw[: params["maxElements"]]
-        truncated = True
+        cut = True
+    if cut:  # the renderer overran its page: a continuation could not be exact
+        rest = None
+    truncated = truncated or cut or rest is not None
     handles = []
     elements = []
     for i, e in enumerate(raw):
@@ -240,8 +278,22 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
             value_text, cut_field = cut_utf16(field(e, key, str, where), limit)
             item[key] = value_text
             truncated = truncated or cut_field
+        states = e.get("states")
+        if states is not None and not states_ok(states):
+            raise malformed(f"{where}: 'states' must be a sorted array of distinct known states")
+        if states:
+            item["states"] = states  # an empty array says nothing: left out, as the reader does
+        link = e.get("url")
+        if link is not None:
+            if not isinstance(link, str):
+                raise malformed(f"{where}: 'url' must be a string")
+            link, cut_link = cut_utf16(link, URL_FIELD_MAX)
+            if cut_link:
+                link = cut_utf16(link, URL_FIELD_MAX - 1)[0] + "\u2026"
+                truncated = True
+            item["url"] = link
         for key, v in e.items():
-            if key not in item and key != "handle":
+            if key not in item and key not in ("handle", "states"):
                 item[key] = v
         elements.append(jsonio.repair_surrogates(item))
     gen = result.get("generation")
@@ -257,7 +309,7 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
             "truncated": truncated,
             "elements": elements,
         },
-        snapshot=SnapshotRefs(tab, generation, handles),
+        snapshot=SnapshotRefs(tab, generation, handles, rest, params.get("cursor")),
     )
 
 

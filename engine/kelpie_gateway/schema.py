@@ -35,6 +35,21 @@ MAX_TEXT_CODE_POINTS: Final = 200_000
 MAX_URL_CHARS: Final = 65_536
 MAX_TAB_ID_CHARS: Final = 256
 MAX_REF_CHARS: Final = 64
+MAX_CURSOR_CHARS: Final = 128
+ELEMENT_STATES: Final = (
+    "checked",
+    "collapsed",
+    "disabled",
+    "expanded",
+    "invalid",
+    "mixed",
+    "offscreen",
+    "pressed",
+    "readonly",
+    "required",
+    "selected",
+)
+"""The closed set of snapshot element ``states`` (CONTRACT.md §9 v1.1), sorted."""
 MAX_EXTENSION_TOOL_NAMES: Final = 20
 _NOT_SPACE: Final = r"[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
 URL_PATTERN: Final = r"^(?:[hH][tT][tT][pP][sS]?://" + _NOT_SPACE + r"+|about:blank)(?!\n)$"
@@ -194,15 +209,33 @@ METHODS: Final[dict[str, Method]] = {
                 Param(
                     "maxElements",
                     "integer",
-                    "Most elements returned (interactive ones first).",
+                    "Most elements returned per page (text entry, then buttons and toggles, then select "
+                    "options, then links first; listed in page order).",
                     default=MAX_ELEMENTS,
                     minimum=1,
                     maximum=MAX_ELEMENTS,
                 ),
+                Param(
+                    "scope",
+                    "string",
+                    "A ref from this tab's latest snapshot: read only that element's subtree (a new snapshot).",
+                    min_length=1,
+                    max_length=MAX_REF_CHARS,
+                ),
+                Param(
+                    "cursor",
+                    "string",
+                    "The `next` of this tab's latest snapshot page: the next page of the same snapshot.",
+                    min_length=1,
+                    max_length=MAX_CURSOR_CHARS,
+                ),
                 _timeout(),
             ),
-            "Value-free text and element snapshot of a tab; issues the refs that click and type take.",
-            "{tabId, generation, snapshot, url, title, text, truncated, elements:[{ref, tag, role, label, …}]}",
+            "Value-free text and element snapshot of a tab (element states, link urls, select options); "
+            "issues the refs that click and type take. When `truncated` comes with `next`, pass it as "
+            "`cursor` for the next page of the same snapshot.",
+            "{tabId, generation, snapshot, url, title, text, truncated, next?, "
+            "elements:[{ref, tag, role, label, states?, url?, …}]}",
             reader=True,
             tab_scoped=True,
         ),
@@ -211,7 +244,8 @@ METHODS: Final[dict[str, Method]] = {
             True,
             ("browser-control-evaluate",),
             (_tab_id(), _ref(), _timeout()),
-            "Activate the element behind a ref (synthetic DOM click).",
+            "Activate the element behind a ref (synthetic DOM click); on a select option, choose it "
+            "(a multiple select toggles it). Disabled targets are refused NOT_ACTIONABLE.",
             "{clicked: true}",
             reader=True,
             tab_scoped=True,
@@ -233,7 +267,8 @@ METHODS: Final[dict[str, Method]] = {
                 ),
                 _timeout(),
             ),
-            "Append text to a text input, textarea or contenteditable element.",
+            "Append text to a text input, textarea or contenteditable element; refused NOT_ACTIONABLE "
+            "when disabled, EFFECT_NOT_OBSERVED when the page does not keep the text.",
             "{typed: <code points appended>}",
             reader=True,
             tab_scoped=True,

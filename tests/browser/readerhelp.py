@@ -11,7 +11,9 @@ from kelpie_gateway import reader
 from playwright.sync_api import Page
 
 ELEMENT_FIELDS = {"handle", "tag", "role", "label"}
-OPTIONAL_FIELDS = {"type", "level", "disabled", "unreadable", "frame", "shadow", "text"}
+OPTIONAL_FIELDS = {"type", "level", "states", "url", "unreadable", "frame", "shadow", "text"}
+STATES = {"checked", "mixed", "selected", "expanded", "collapsed", "pressed", "disabled", "readonly", "required",
+          "invalid", "offscreen"}
 
 
 def utf16_len(s: str) -> int:
@@ -34,12 +36,29 @@ class Reader:
         self.key = key or secrets.token_hex(16)
         self.world = HostWorld(page)
 
-    def snapshot(self, max_chars: int = 12000, max_elements: int = 200) -> dict[str, Any]:
+    def snapshot(
+        self,
+        max_chars: int = 12000,
+        max_elements: int = 200,
+        *,
+        scope: str | None = None,
+        cursor: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         snap = self.world.evaluate(
-            reader.snapshot_script(self.key, max_chars=max_chars, max_elements=max_elements)
+            reader.snapshot_script(
+                self.key, max_chars=max_chars, max_elements=max_elements, scope=scope, cursor=cursor
+            )
         )
         check_snapshot(snap, max_chars, max_elements)
         return snap
+
+    def pages(self, max_chars: int = 12000, max_elements: int = 200) -> list[dict[str, Any]]:
+        """A snapshot and every continuation page of it (the renderer side of `next`/`cursor`)."""
+        out = [self.snapshot(max_chars, max_elements)]
+        while "rest" in out[-1]:
+            out.append(self.snapshot(max_chars, max_elements, cursor=out[-1]["rest"]))
+            assert len(out) < 10_000
+        return out
 
     def selector_snapshot(self, **options: int) -> dict[str, Any]:
         snap = self.world.evaluate(reader.collect_browser_selector_snapshot_expression(options))
@@ -64,7 +83,11 @@ def check_snapshot(snap: Any, max_chars: int, max_elements: int, fields: set[str
     """Assert the value is a bounded, well-formed snapshot (contract §8)."""
     assert isinstance(snap, dict), snap
     assert "error" not in snap, snap
-    assert set(snap) == {"url", "title", "text", "truncated", "elements"}, set(snap)
+    keys = {"url", "title", "text", "truncated", "elements"}
+    assert set(snap) in (keys, keys | {"rest"}), set(snap)
+    if "rest" in snap:  # the private continuation position comes exactly when something is left
+        assert snap["truncated"] is True
+        assert set(snap["rest"]) == {"snapshot", "textAt", "elementAt"}
     assert isinstance(snap["truncated"], bool)
     for key in ("url", "title", "text"):
         assert isinstance(snap[key], str)
@@ -81,6 +104,11 @@ def check_snapshot(snap: Any, max_chars: int, max_elements: int, fields: set[str
             assert not extra, extra
         for key in ("tag", "role", "label"):
             assert isinstance(el[key], str) and well_formed(el[key])
+        if "states" in el:  # sorted, distinct, from the closed set, never empty
+            assert el["states"] and el["states"] == sorted(set(el["states"])), el
+            assert set(el["states"]) <= STATES, el
+        if "url" in el:
+            assert isinstance(el["url"], str) and utf16_len(el["url"]) <= 500, el
     # The whole answer must be valid UTF-8 JSON (what the engine forwards).
     json.dumps(snap, ensure_ascii=False).encode("utf-8")
 

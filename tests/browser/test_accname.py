@@ -3,7 +3,7 @@
 For every case in accname/expected-names.json we compute the reader's name (the function that fills
 `label`) for the case's selector and compare under wpt's rule (aria-utils.js verifyLabelsBySelector):
 runs of ASCII whitespace in OUR label become one space, one leading/trailing space is removed, then an
-exact comparison (U+00A0 is not whitespace). At least 95% of the cases not marked disputed must agree.
+exact comparison (U+00A0 is not whitespace). At least 97% of the cases not marked disputed must agree.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hostworld import HostWorld
 from kelpie_gateway import reader
 from playwright.sync_api import Page
 
-REQUIRED_SHARE = 0.95
+REQUIRED_SHARE = 0.97  # issue 12: the v1.1 reader keeps at least 97%
 
 
 def wpt_normalize(label: str) -> str:

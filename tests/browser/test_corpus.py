@@ -4,11 +4,17 @@ Served per MANIFEST.md: each group folder is its own document root, only loopbac
 each page: the snapshot and the selector snapshot evaluate without an exception, are bounded and
 well-formed (contract §8), every selector matches exactly one node, and no form value leaks: before
 reading, every text field, textarea and contenteditable region is given a marker value and every
-select a marker option, and the marker must appear nowhere in either answer.
+select an (unselected) marker option, and the marker must appear nowhere in either answer but as the
+label of that option (v1.1 lists options: their text is page markup, not a value).
+
+Continuation (§9 v1.1): a snapshot of 200 elements and its `next` pages list every node at most once
+and reach every control an independent query finds (links, buttons, fields, selects, summaries and
+editing hosts that the browser renders visible in the main document).
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -36,7 +42,9 @@ MARK_VALUES = """() => {
         el.value = mark();
       }
     }
-    for (const el of doc.querySelectorAll('select')) el.add(new Option(mark(), 'x', true, true));
+    for (const el of doc.querySelectorAll('select')) {  // an empty single select would select it itself
+      if (el.options.length) el.add(new Option(mark(), 'x', false, false));
+    }
     for (const el of doc.querySelectorAll('[contenteditable]')) {
       if (el.isContentEditable) el.appendChild(doc.createTextNode(mark()));
     }
@@ -64,12 +72,15 @@ def test_reader_on_corpus_page(page: Page, corpus_sites: dict[str, Site], entry:
     small = r.snapshot(max_chars=300, max_elements=10)
     sel = r.selector_snapshot(maxChars=2000, maxElements=100)
     for answer in (snap, small, sel):
-        assert "KLPMARK" not in dumps(answer), f"a form value leaked ({marked} fields marked)"
+        others = {**answer, "elements": [e for e in answer["elements"] if e["role"] != "option"]}
+        assert "KLPMARK" not in dumps(others), f"a form value leaked ({marked} fields marked)"
+        for option in (e for e in answer["elements"] if e["role"] == "option" and "KLPMARK" in dumps(e)):
+            assert option["tag"] == "option" and "selected" not in option.get("states", []), option
     if entry == "playwright/screenshots/controls.html":
         out = dumps(snap).replace('"type": "password"', "")
         assert "password" not in out
         kinds = [e.get("type", e["tag"]) for e in snap["elements"]]
-        assert kinds == ["checkbox", "color", "date", "number", "password", "text", "select"]
+        assert kinds == ["checkbox", "color", "date", "number", "password", "text", "select", "option", "option"]
     # Visible text agrees with the browser's own rendering: some text exactly when innerText has some
     # (realworld/heise.de is visibility:hidden until a blocked script runs, so both are empty there).
     rendered = page.evaluate(
@@ -91,3 +102,26 @@ def test_reader_on_corpus_page(page: Page, corpus_sites: dict[str, Site], entry:
     selectors = [e["selector"] for e in sel["elements"] if e["selector"]]
     counts = page.evaluate("sels => sels.map(s => document.querySelectorAll(s).length)", selectors)
     assert counts == [1] * len(selectors)
+    # Continuation: every page of one snapshot, each node once, every control reached.
+    pages = r.pages()
+    handles = [e["handle"] for p in pages for e in p["elements"]]
+    reach = r.world.evaluate(f"({REACH})({json.dumps(r.key)}, {json.dumps(handles)})")
+    assert reach["distinct"] == len(handles), "a node was listed twice across the pages"
+    assert reach["missing"] == [], f"controls never reached in {len(pages)} page(s): {reach['missing']}"
+
+
+REACH = """(key, handles) => {
+  const reg = globalThis['__kelpieReader_' + key];
+  const seen = new Set(handles.map((h) => reg.nodes.get(h)));
+  const controls = 'a[href], area[href], button, input:not([type=hidden]), select, textarea, summary, ' +
+                   '[contenteditable]:not([contenteditable=false])';
+  const missing = [];
+  for (const el of document.querySelectorAll(controls)) {
+    if (!el.checkVisibility({ visibilityProperty: true })) continue;
+    if (el.closest('select, datalist, textarea, object, canvas')) continue;  // value contexts
+    if (el.parentElement && el.parentElement.isContentEditable) continue;  // inside an editing host
+    if (!el.isContentEditable && el.matches('[contenteditable]')) continue;
+    if (!seen.has(el)) missing.push(el.outerHTML.slice(0, 120));
+  }
+  return { distinct: seen.size, missing };
+}"""

@@ -17,7 +17,6 @@ SECRETS = [
     "INPUT-SECRET",
     "PASSWORD-SECRET",
     "TEXTAREA-SECRET",
-    "SELECT-SECRET",
     "EMAIL-SECRET",
     "HIDDEN-SECRET",
     "EDITABLE-SECRET",
@@ -132,6 +131,16 @@ def test_snapshot_never_returns_values_editable_content_or_password_like_text(
         assert "Visible paragraph." in answer["text"]
     labels = {e["label"] for e in snap["elements"]}
     assert {"Name", "Password", "Notes", "Choice", "Email", "Editor", "Remember days"} <= labels
+    # v1.1 (§9): a select's options are page markup listed as elements, the chosen one marked `selected`;
+    # the select itself still carries no value and names nothing else with it.
+    choice = snap["elements"].index(by_label(snap, "Choice"))
+    options = snap["elements"][choice + 1 : choice + 3]
+    assert [(e["role"], e["label"], e.get("states")) for e in options] == [
+        ("option", "ONE", None),
+        ("option", "SELECT-SECRET", ["selected"]),
+    ]
+    assert "SELECT-SECRET" not in dumps([e for e in snap["elements"] if e["tag"] != "option"])
+    assert "SELECT-SECRET" not in snap["text"]
     assert by_label(snap, "Editor")["role"] == "textbox"
 
 
@@ -184,8 +193,9 @@ def test_every_input_type_types_or_refuses_before_focus(page: Page, fixtures_sit
         assert page.evaluate(f"document.getElementById('f-{t}').value") == text, t
     for t in NOT_TYPABLE:
         refused(r.type(handles[f"f-{t}"], "x"), "NOT_TYPABLE", False)
-    for name in ("f-readonly", "f-disabled", "f-div"):
+    for name in ("f-readonly", "f-div"):
         refused(r.type(handles[name], "x"), "NOT_TYPABLE", False)
+    refused(r.type(handles["f-disabled"], "x"), "NOT_ACTIONABLE", False)  # v1.1: disabled before kind
     events: list[list[Any]] = page.evaluate("window.events")
     focused = {e[0] for e in events if e[1] == "focus"}
     assert focused == {f"f-{t}" for t in TYPABLE}  # refusals happened before any focus

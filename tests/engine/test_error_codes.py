@@ -114,12 +114,26 @@ def node_replaced() -> dict[str, Any]:
                               "mayHaveCompleted": False})
 
 
-def not_typable() -> dict[str, Any]:
+def _type_with_value(value: dict[str, Any]) -> dict[str, Any]:
     gw, r = make(), FakeRenderer()
     ref = _snapshot(gw, r)["elements"][0]["ref"]
     step = admit(gw, gw.begin(req("tab.type", tabId="A", ref=ref, text="hi")))
-    return response(ok(gw, step, value={"error": {"code": "NOT_TYPABLE", "message": "a checkbox takes no text"},
-                                        "mayHaveCompleted": False}))
+    return response(ok(gw, step, value=value))
+
+
+def not_typable() -> dict[str, Any]:
+    return _type_with_value({"error": {"code": "NOT_TYPABLE", "message": "a checkbox takes no text"},
+                             "mayHaveCompleted": False})
+
+
+def not_actionable() -> dict[str, Any]:
+    return _click_with_value({"error": {"code": "NOT_ACTIONABLE", "message": "the element is disabled"},
+                              "mayHaveCompleted": False})
+
+
+def effect_not_observed() -> dict[str, Any]:
+    return _type_with_value({"error": {"code": "EFFECT_NOT_OBSERVED", "message": "the field does not show it"},
+                             "mayHaveCompleted": True})
 
 
 def option_unsupported() -> dict[str, Any]:
@@ -200,6 +214,7 @@ SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {
     "TAB_NOT_SELECTED": tab_not_selected, "TAB_PINNED": tab_pinned, "UNKNOWN_REF": unknown_ref,
     "STALE_SNAPSHOT": stale_snapshot, "CROSS_TAB_REF": cross_tab_ref, "REFS_INVALIDATED": refs_invalidated,
     "NODE_REPLACED": node_replaced, "NOT_TYPABLE": not_typable, "OPTION_UNSUPPORTED": option_unsupported,
+    "NOT_ACTIONABLE": not_actionable, "EFFECT_NOT_OBSERVED": effect_not_observed,
     "TIMEOUT": timeout, "CANCELLED": cancelled, "RENDERER_CHANGED": renderer_changed,
     "RENDERER_FAILED": renderer_failed, "REQUEST_TOO_LARGE": request_too_large,
     "RESPONSE_TOO_LARGE": response_too_large, "RECONCILE_REQUIRED": reconcile_required,
@@ -227,6 +242,8 @@ EXPECTED: dict[str, tuple[bool, str]] = {
     "REFS_INVALIDATED": (False, "take a new tab.snapshot"),
     "NODE_REPLACED": (False, "replaced"),
     "NOT_TYPABLE": (False, "checkbox"),
+    "NOT_ACTIONABLE": (False, "disabled"),
+    "EFFECT_NOT_OBSERVED": (True, "does not show it"),
     "OPTION_UNSUPPORTED": (False, "/params/fullPage: only [False]"),
     "TIMEOUT": (False, "read-only, nothing changed"),
     "CANCELLED": (False, "read-only, nothing changed"),

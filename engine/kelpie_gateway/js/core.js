@@ -243,7 +243,7 @@ function implicitRole(el) {
       const list = el.hasAttribute("list");
       if (type === "search") return list ? "combobox" : "searchbox";
       if (TEXT_INPUT_TYPES.has(type)) return list ? "combobox" : "textbox";
-      return null; // date, time, … : no ARIA role (the element entry carries `type`)
+      return "textbox"; // date, time, month, week, datetime-local: a text field with a `type` hint (§9 v1.1)
     }
     case "ins": return "insertion";
     case "li": return "listitem";
@@ -412,7 +412,10 @@ function textAlt(el, o) {
     }
     if (role === "combobox" || role === "listbox") {
       o.visited.add(el);
-      if (tag === "select" || tag === "input" || tag === "textarea") return "";
+      // v1.1 lists a select's options with their `selected` state, so its selected options' text is
+      // no secret: an embedded select contributes it (accname 1.2). Text fields stay value-free.
+      if (tag === "select") return Array.from(el.selectedOptions || [], (opt) => opt.label).join(" ");
+      if (tag === "input" || tag === "textarea") return "";
       const listbox = role === "listbox" ? el : ownedOrDescendant(el, (e) => roleOf(e) === "listbox");
       if (listbox) {
         const picked = [];
@@ -479,9 +482,9 @@ function hostLanguageName(el, tag, hasLabelledBy, o, child) {
   if (!isHTML(el)) {
     if (tag === "svg" || el.ownerSVGElement) {
       const t = firstChildTag(el, "title");
-      if (t) {
+      if (t && flat(t.textContent || "")) {
         o.visited.add(el);
-        return textAlt(t, { visited: o.visited, lb: true, hiddenRef: true });
+        return t.textContent || ""; // svg-aam: the <title> child's text (never rendered, so not walked)
       }
       if (tag === "a") {
         const title = el.getAttribute("xlink:title") || "";
@@ -557,6 +560,10 @@ function hostLanguageName(el, tag, hasLabelledBy, o, child) {
     const summary = el.getAttribute("summary") || "";
     if (flat(summary)) { o.visited.add(el); return summary; }
     return null;
+  }
+  if (tag === "option" && el.closest("select")) {
+    o.visited.add(el);
+    return el.label || ""; // the label attribute, else the option's text (white space collapsed)
   }
   if (tag === "optgroup") {
     const l = el.getAttribute("label") || "";
@@ -681,10 +688,11 @@ function closedShadowSuspect(el, tag, rec) {
 // Calls cb.text(str, pre) for visible text, cb.block() at block boundaries, cb.element(el, info) for
 // every rendered, visible element outside value contexts (info = {tag, role, interactive, notable,
 // unreadable}). Returns true when the walk was cut (depth bound).
-function walkDocument(doc, cb) {
+function walkDocument(doc, cb, start, elements) {
   let cut = false;
   const visitChildren = (parent, depth, ctx) => {
     if (parent.shadowRoot) {
+      if (cb.root) cb.root(parent.shadowRoot);
       for (let c = parent.shadowRoot.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx);
       return;
     }
@@ -699,6 +707,10 @@ function walkDocument(doc, cb) {
   };
   const visit = (n, depth, ctx) => {
     if (depth > DEPTH_MAX) { cut = true; return; }
+    if (n.nodeType === 11) { // a shadow root given as the start of a scoped walk
+      for (let c = n.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx);
+      return;
+    }
     if (n.nodeType === 3) {
       if (!ctx.text || cb.full()) return;
       const p = n.parentElement || flatParent(n);
@@ -734,7 +746,10 @@ function walkDocument(doc, cb) {
     if (ctx.elements) {
       const interactive = isInteractive(el, tag, role);
       const notable = !interactive && isNotable(el, tag, role);
-      if ((interactive || notable || unreadable) && st.visibility === "visible") cb.element(el, { tag, role, interactive: interactive || !!unreadable, notable, unreadable });
+      if ((interactive || notable || unreadable) && st.visibility === "visible") {
+        cb.element(el, { tag, role, interactive: interactive || !!unreadable, notable, unreadable });
+        if (tag === "select") listOptions(el, cb);
+      }
     }
     // Value contexts: never descend for text or elements.
     if (tag === "textarea" || tag === "select" || tag === "input" || tag === "option" || tag === "optgroup" ||
@@ -745,6 +760,7 @@ function walkDocument(doc, cb) {
     if (block && inner.text) cb.block();
     else if (atomic && inner.text) cb.space();
     if (frameDoc && frameDoc.documentElement) {
+      if (cb.root) cb.root(frameDoc);
       visit(frameDoc.documentElement, depth + 1, inner);
     } else {
       visitChildren(el, depth, inner);
@@ -752,8 +768,24 @@ function walkDocument(doc, cb) {
     if (block && inner.text) cb.block();
     else if (atomic && inner.text) cb.space();
   };
-  if (doc.documentElement) visit(doc.documentElement, 0, { text: true, elements: true });
+  const ctx = { text: true, elements };
+  if (start) visit(start, 0, ctx);
+  else if (doc.documentElement) visit(doc.documentElement, 0, ctx);
   return cut;
+}
+// The options (and optgroup labels) of a listed <select>, as elements of their own right after it
+// (§9 v1.1): they have no box in a drop-down, so only `display:none`/`hidden` ones are skipped.
+function listOptions(select, cb) {
+  const shown = (e) => !e.hidden && (styleOf(e) || { display: "none" }).display !== "none";
+  for (let c = select.firstElementChild; c; c = c.nextElementSibling) {
+    const t = tagOf(c);
+    if (t === "option" && shown(c)) cb.element(c, { tag: t, role: "option", interactive: true, notable: false, unreadable: null, option: true });
+    if (t !== "optgroup" || !shown(c)) continue;
+    cb.element(c, { tag: t, role: "group", interactive: true, notable: false, unreadable: null, option: true });
+    for (let o = c.firstElementChild; o; o = o.nextElementSibling) {
+      if (tagOf(o) === "option" && shown(o)) cb.element(o, { tag: "option", role: "option", interactive: true, notable: false, unreadable: null, option: true });
+    }
+  }
 }
 
 // Text accumulator: collapses white space like rendering does, bounded by maxChars UTF-16 units.
@@ -794,52 +826,272 @@ function makeTextSink(maxChars) {
     space() { if (pend < 1) pend = 1; },
     newline() { if (pend < 2) pend = 2; },
     full() { return cut; },
+    // The text cut to maxChars (never inside a pair) and whether anything was cut.
     result() {
       const r = cutUnits(out.join(""), maxChars);
       return { text: r.text, cut: r.cut || cut };
     },
+    // Everything collected (it may run past maxChars by one piece) and whether more text was left.
+    raw() { return { text: out.join(""), cut }; },
   };
 }
 
-// The shared reader: walks the document, bounds text and elements, puts interactive elements first
-// when the bound bites. Returns {url,title,text,truncated,picked:[{el,tag,role,unreadable}]}.
-function readDocument(maxChars, maxElements) {
+// ---------------------------------------------------------------- the read, its order and its pages
+// One read walks the document (or one subtree) once and keeps what a continuation needs: every listed
+// element in priority order and the text read so far (more is read on demand, up to TEXT_STORE_MAX
+// units). Pages are cut from that record (§9 v1.1: `next`/`cursor` continue the same snapshot, nothing
+// repeated or skipped while the document is unchanged).
+const TEXT_STORE_MAX = 4 * 1024 * 1024; // UTF-16 units of text one snapshot can page through
+// Priority classes when a limit cuts the element list (§9 v1.1): text entry, buttons and toggles, the
+// options of native selects, links, other interactive elements and unreadable placeholders, then
+// headings and named images. Within a class, page order.
+const TEXT_ENTRY_ROLES = new Set(["textbox", "searchbox", "combobox", "listbox", "spinbutton"]);
+const TOGGLE_ROLES = new Set(["button", "checkbox", "radio", "switch", "menuitemcheckbox", "menuitemradio"]);
+const CLASS_COUNT = 6;
+function priorityClass(info) {
+  if (info.notable) return 5;
+  if (info.unreadable) return 4;
+  if (info.option) return 2;
+  const tag = info.tag;
+  const role = info.role;
+  if (TEXT_ENTRY_ROLES.has(role) || tag === "textarea" || tag === "select" || isEditingHost(info.el)) return 0;
+  if (TOGGLE_ROLES.has(role)) return 1;
+  if (role === "link") return 3;
+  return 4;
+}
+
+// Read `start` (an element or shadow root; null = the whole document), its text up to `textBound`
+// units. Returns {url, title, headCut, start, text, textComplete, walkCut, order:[info], roots} where
+// `order` lists every candidate element in priority order and `roots` are the trees the read looked into
+// (the document, open shadow roots, same-origin frame documents).
+function readRecord(start, textBound) {
   const doc = document;
-  let truncated = false;
-  const sink = makeTextSink(maxChars);
-  const interactive = [];
-  const other = [];
+  const sink = makeTextSink(textBound);
+  const classes = [];
+  for (let i = 0; i < CLASS_COUNT; i++) classes.push([]);
+  const roots = [doc];
   let order = 0;
-  const cut = walkDocument(doc, {
+  const walkCut = walkDocument(doc, {
     text: (d, pre) => sink.text(d, pre),
     block: () => sink.block(),
     space: () => sink.space(),
     full: () => sink.full(),
     newline: () => sink.newline(),
+    root: (r) => roots.push(r),
     element: (el, info) => {
       info.el = el;
       info.order = order++;
-      if (info.interactive) interactive.push(info);
-      else if (other.length <= maxElements) other.push(info);
-      else truncated = true;
+      classes[priorityClass(info)].push(info);
     },
-  });
-  if (cut) truncated = true;
-  const t = sink.result();
-  if (t.cut) truncated = true;
-  let picked = interactive.slice(0, maxElements);
-  if (interactive.length > maxElements) truncated = true;
-  const room = maxElements - picked.length;
-  if (other.length > room) truncated = true;
-  picked = picked.concat(other.slice(0, Math.max(0, room)));
-  picked.sort((a, b) => a.order - b.order);
+  }, start, true);
+  const t = sink.raw();
   const url = cutUnits(wellFormed(String(doc.location ? doc.location.href : doc.URL)), URL_MAX);
   const title = cutUnits(wellFormed(flat(doc.title || "")), TITLE_MAX);
-  if (url.cut || title.cut) truncated = true;
-  return { url: url.text, title: title.text, text: t.text, truncated, picked };
+  return {
+    url: url.text, title: title.text, headCut: url.cut || title.cut, start, text: t.text, textComplete: !t.cut,
+    walkCut, order: [].concat(...classes), roots,
+  };
 }
 
-// Project one picked element to its public fields {tag, role, label, …}; reports label cuts.
+// Make `rec.text` reach past unit `upto` (or be complete): the first read collects only the first
+// page's text (so a snapshot costs what it did before pages existed); a continuation that needs more
+// walks the text again — the same text while the document is unchanged — with a doubled bound.
+function ensureText(rec, upto) {
+  if (rec.textComplete || rec.text.length > upto || rec.text.length >= TEXT_STORE_MAX) return;
+  const bound = Math.min(TEXT_STORE_MAX, Math.max(upto, rec.text.length * 2));
+  const sink = makeTextSink(bound);
+  walkDocument(document, {
+    text: (d, pre) => sink.text(d, pre),
+    block: () => sink.block(),
+    space: () => sink.space(),
+    full: () => sink.full(),
+    newline: () => sink.newline(),
+  }, rec.start, false);
+  const t = sink.raw();
+  rec.text = t.text;
+  rec.textComplete = !t.cut;
+}
+
+// One page of a record: text from UTF-16 unit `textAt` (at most maxChars, never splitting a pair),
+// the elements `elementAt …` of the priority order (at most maxElements, listed in page order).
+// Returns {text, picked, truncated, rest: {textAt, elementAt} | null}.
+function pageOf(rec, textAt, elementAt, maxChars, maxElements) {
+  ensureText(rec, textAt + maxChars);
+  const cut = cutUnits(rec.text.slice(textAt), maxChars);
+  const picked = rec.order.slice(elementAt, elementAt + maxElements);
+  picked.sort((a, b) => a.order - b.order);
+  const nextText = Math.min(textAt + cut.text.length, TEXT_STORE_MAX);
+  const nextElement = elementAt + picked.length;
+  const textLeft = nextText < rec.text.length && nextText < TEXT_STORE_MAX;
+  const more = textLeft || nextElement < rec.order.length;
+  return {
+    text: cut.text,
+    picked,
+    truncated: more || !(rec.textComplete && !textLeft) || rec.walkCut || rec.headCut,
+    rest: more ? { textAt: nextText, elementAt: nextElement } : null,
+  };
+}
+
+// ---------------------------------------------------------------- element states (§9 v1.1)
+const CHECKABLE_ROLES = new Set(["checkbox", "radio", "switch", "menuitemcheckbox", "menuitemradio"]);
+const SELECTABLE_ROLES = new Set(["option", "tab", "gridcell", "row", "treeitem", "columnheader", "rowheader"]);
+const READONLY_ROLES = new Set(["textbox", "searchbox", "combobox", "grid", "gridcell", "listbox", "slider",
+  "spinbutton", "checkbox", "radio", "radiogroup", "switch", "treegrid", "columnheader", "rowheader"]);
+function ariaToken(el, name) {
+  return (el.getAttribute(name) || "").trim().toLowerCase();
+}
+const modalCache = new Map();
+function openModal(doc) {
+  let m = modalCache.get(doc);
+  if (m === undefined) {
+    try {
+      m = doc.querySelector("dialog:modal");
+    } catch (e) {
+      m = null;
+    }
+    modalCache.set(doc, m);
+  }
+  return m;
+}
+// Disabled as §9 v1.1 defines it: the `disabled` attribute (and what it implies: a disabled fieldset
+// outside its first legend, a disabled optgroup or select for an option), aria-disabled="true" on the
+// element or an ancestor, an `inert` subtree, or outside an open modal dialog (which makes the rest inert).
+function isDisabled(el) {
+  try {
+    if (el.matches(":disabled")) return true;
+  } catch (e) {
+    // not an element :disabled applies to
+  }
+  const t = tagOf(el);
+  if (t === "option" || t === "optgroup") {
+    const sel = el.closest("select");
+    if (sel && sel.matches(":disabled")) return true;
+  }
+  const docs = new Map(); // document -> its modal dialog was passed on the way up
+  for (let e = el; e; e = flatParent(e)) {
+    if (!e.getAttribute) continue;
+    if (ariaToken(e, "aria-disabled") === "true" || e.hasAttribute("inert")) return true;
+    const doc = e.ownerDocument;
+    if (!docs.has(doc)) docs.set(doc, false);
+    if (e === openModal(doc)) docs.set(doc, true);
+  }
+  for (const [doc, inside] of docs) if (!inside && openModal(doc)) return true;
+  return false;
+}
+// No part of the element's box can be scrolled into the viewport: left of or above the scroll origin,
+// beyond the scrollable area, a fixed box outside the viewport, or clipped away by an overflow-clipping
+// (or `clip: rect(0 0 0 0)`) ancestor.
+function isOffscreen(el) {
+  let box = el;
+  if ((tagOf(el) === "option" || tagOf(el) === "optgroup") && el.closest("select")) {
+    const sel = el.closest("select");
+    if (!(sel.multiple || sel.size > 1)) box = sel; // a drop-down's options show where the select is
+  }
+  const r = box.getBoundingClientRect();
+  const doc = box.ownerDocument;
+  const view = doc.defaultView;
+  let fixed = false;
+  for (let a = box; a && a.ownerDocument === doc; a = flatParent(a)) {
+    const st = styleOf(a);
+    if (!st) continue;
+    const raw = st.raw;
+    if (raw.clip === "rect(0px, 0px, 0px, 0px)" && raw.position !== "static") return true;
+    if (a !== box) {
+      const cx = raw.overflowX === "hidden" || raw.overflowX === "clip";
+      const cy = raw.overflowY === "hidden" || raw.overflowY === "clip";
+      if (cx || cy) {
+        const ar = a.getBoundingClientRect();
+        if (cx && (r.right <= ar.left || r.left >= ar.right)) return true;
+        if (cy && (r.bottom <= ar.top || r.top >= ar.bottom)) return true;
+      }
+    }
+    if (raw.position === "fixed") { fixed = true; break; }
+  }
+  const root = doc.documentElement;
+  if (!view || !root) return false;
+  if (fixed) {
+    return r.right <= 0 || r.bottom <= 0 || r.left >= root.clientWidth || r.top >= root.clientHeight;
+  }
+  const x = r.left + view.scrollX;
+  const y = r.top + view.scrollY;
+  if (r.right + view.scrollX <= 0 || r.bottom + view.scrollY <= 0) return true;
+  const se = doc.scrollingElement || root;
+  return x >= Math.max(se.scrollWidth, root.clientWidth) || y >= Math.max(se.scrollHeight, root.clientHeight);
+}
+// The sorted `states` of an element (closed set; booleans a screen reader announces, never a value).
+function statesOf(el, info) {
+  const s = new Set();
+  const tag = info.tag;
+  const role = info.role;
+  const html = isHTML(el);
+  const type = html && tag === "input" ? inputType(el) : "";
+  if (type === "checkbox" && el.indeterminate) s.add("mixed");
+  else if (type === "checkbox" || type === "radio") { if (el.checked) s.add("checked"); }
+  else if (CHECKABLE_ROLES.has(role)) {
+    const c = ariaToken(el, "aria-checked");
+    if (c === "true") s.add("checked");
+    else if (c === "mixed") s.add("mixed");
+  }
+  if (html && tag === "option" && el.closest("select")) { if (el.selected) s.add("selected"); }
+  else if (SELECTABLE_ROLES.has(role) && ariaToken(el, "aria-selected") === "true") s.add("selected");
+  const ex = ariaToken(el, "aria-expanded");
+  if (ex === "true") s.add("expanded");
+  else if (ex === "false") s.add("collapsed");
+  else if (tag === "summary" && el.parentElement && tagOf(el.parentElement) === "details" &&
+           firstChildTag(el.parentElement, "summary") === el) {
+    s.add(el.parentElement.open ? "expanded" : "collapsed");
+  }
+  const pr = ariaToken(el, "aria-pressed");
+  if (pr === "true") s.add("pressed");
+  else if (pr === "mixed") s.add("mixed");
+  if (isDisabled(el)) s.add("disabled");
+  if (html && ((tag === "input" && (TEXT_INPUT_TYPES.has(type) || role === "textbox" || type === "number")) ||
+      tag === "textarea") && el.readOnly) s.add("readonly");
+  else if (READONLY_ROLES.has(role) && ariaToken(el, "aria-readonly") === "true") s.add("readonly");
+  if (html && (tag === "input" || tag === "select" || tag === "textarea") && el.required) s.add("required");
+  else if (ariaToken(el, "aria-required") === "true") s.add("required");
+  const inv = ariaToken(el, "aria-invalid");
+  let userInvalid = false;
+  try {
+    userInvalid = html && el.matches(":user-invalid");
+  } catch (e) {
+    userInvalid = false; // selector unknown to this browser
+  }
+  if ((inv && inv !== "false") || userInvalid) s.add("invalid");
+  if (isOffscreen(el)) s.add("offscreen");
+  return Array.from(s).sort();
+}
+
+// `url` of a link (§9 v1.1): http(s) resolved, a same-document target as its `#fragment`, any other
+// scheme as the bare scheme (`javascript:`, `mailto:`); null when the element has no href.
+const URL_FIELD_MAX = 500;
+function linkUrl(el, tag) {
+  let raw;
+  if (isHTML(el) && (tag === "a" || tag === "area")) {
+    if (!el.hasAttribute("href")) return null;
+    raw = String(el.href);
+  } else if (tag === "a" && !isHTML(el)) {
+    const h = el.getAttribute("href") ?? el.getAttributeNS("http://www.w3.org/1999/xlink", "href");
+    if (h === null) return null;
+    try {
+      raw = new URL(h, el.baseURI).href;
+    } catch (e) {
+      raw = h;
+    }
+  } else {
+    return null;
+  }
+  const hash = raw.indexOf("#");
+  const docUrl = String(el.ownerDocument.URL);
+  const docBase = docUrl.indexOf("#") >= 0 ? docUrl.slice(0, docUrl.indexOf("#")) : docUrl;
+  if (hash >= 0 && raw.slice(0, hash) === docBase) return raw.slice(hash);
+  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(raw);
+  if (!scheme) return "";
+  const name = scheme[1].toLowerCase();
+  return name === "http" || name === "https" ? raw : name + ":";
+}
+
+// Project one picked element to its public fields {tag, role, label, …}; reports cuts in flags.
 function describe(info, flags) {
   const el = info.el;
   const cutTag = cutUnits(wellFormed(info.tag), TAG_MAX);
@@ -862,7 +1114,20 @@ function describe(info, flags) {
     const m = /^h([1-6])$/.exec(info.tag);
     out.level = Number.isInteger(aria) && aria >= 1 ? aria : m ? Number(m[1]) : 2;
   }
-  if (el.disabled === true || (el.getAttribute("aria-disabled") || "") === "true") out.disabled = true;
+  if (!info.unreadable) {
+    const states = statesOf(el, info);
+    if (states.length) out.states = states;
+  }
+  const url = linkUrl(el, info.tag);
+  if (url !== null) {
+    const u = wellFormed(url);
+    if (u.length > URL_FIELD_MAX) {
+      out.url = cutUnits(u, URL_FIELD_MAX - 1).text + "\u2026";
+      flags.truncated = true;
+    } else {
+      out.url = u;
+    }
+  }
   if (info.unreadable) out.unreadable = info.unreadable;
   if (el.ownerDocument !== document) out.frame = true;
   if (rootOf(el).nodeType === 11) out.shadow = true;

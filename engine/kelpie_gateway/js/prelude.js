@@ -1,5 +1,6 @@
 // Kelpie fixed reader: prelude shared by every bundle (contract §9).
-// P = parameters decoded from a JSON literal by the generator: {key?, handle?, text?, maxChars?, maxElements?}.
+// P = parameters decoded from a JSON literal by the generator: {key?, handle?, text?, maxChars?, maxElements?,
+// scope?, cursor?}.
 
 const STATE = { effect: false }; // set once a captured-node action may have had an effect (focus, events)
 
@@ -31,9 +32,13 @@ function registry(create) {
   if (reg || !create) return reg || null;
   const bytes = new Uint8Array(8);
   crypto.getRandomValues(bytes);
-  reg = { nonce: Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join(""), counter: 0, nodes: new Map() };
+  reg = { nonce: Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join(""), counter: 0, nodes: new Map(), snaps: 0, snap: null };
   Object.defineProperty(globalThis, REGISTRY_SLOT, { value: reg, enumerable: false, configurable: false, writable: false });
-  const clear = () => reg.nodes.clear();
+  const clear = () => {
+    reg.nodes.clear();
+    if (reg.snap && reg.snap.observer) reg.snap.observer.disconnect();
+    reg.snap = null; // a history traversal also ends the kept read: its cursor is stale
+  };
   for (const type of ["pagehide", "popstate", "hashchange"]) window.addEventListener(type, clear, true);
   return reg;
 }

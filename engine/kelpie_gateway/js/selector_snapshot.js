@@ -42,11 +42,12 @@ function selectorFor(el) {
 }
 
 async function main(P) {
-  const read = readDocument(P.maxChars, P.maxElements);
-  const flags = { truncated: read.truncated };
-  const elements = read.picked.map((info) => {
+  const rec = readRecord(null, P.maxChars);
+  const page = pageOf(rec, 0, 0, P.maxChars, P.maxElements);
+  const flags = { truncated: page.truncated };
+  const elements = page.picked.map((info) => {
     const d = describe(info, flags);
     return { selector: selectorFor(info.el), tag: d.tag, role: d.role, label: d.label };
   });
-  return { url: read.url, title: read.title, text: read.text, truncated: flags.truncated, elements };
+  return { url: rec.url, title: rec.title, text: page.text, truncated: flags.truncated, elements };
 }

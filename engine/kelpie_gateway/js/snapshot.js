@@ -1,16 +1,74 @@
 // Kelpie fixed reader: `tab.snapshot` entry (contract §9). Value-free snapshot; records every returned
-// element in the registry (replacing the previous snapshot's nodes) and answers
-// {url, title, text, truncated, elements:[{handle, tag, role, label, …}]}.
-async function main(P) {
-  const read = readDocument(P.maxChars, P.maxElements);
-  const reg = registry(true);
-  reg.nodes.clear();
-  const flags = { truncated: read.truncated };
-  const elements = read.picked.map((info) => {
+// element in the registry and answers {url, title, text, truncated, elements:[{handle, tag, role,
+// label, …}], rest?}. `rest: {snapshot, textAt, elementAt}` (present while something is left) is what the
+// engine hands back, as P.cursor, to read the next page of the same snapshot; the engine keeps it
+// private and gives the client an opaque `next` cursor instead (§3, §9 v1.1).
+//
+// P: {key, maxChars, maxElements, scope?: handle, cursor?: {snapshot, textAt, elementAt}}.
+// A new snapshot (with or without scope) replaces the registry's nodes and the kept read; a
+// continuation adds its nodes (earlier pages' handles stay valid) and is refused STALE_SNAPSHOT when
+// the kept read is not the cursor's or the document changed since (a MutationObserver on every tree
+// the read looked into: the document, open shadow roots, same-origin frame documents).
+
+function watch(snap) {
+  const obs = new MutationObserver(() => {
+    snap.changed = true;
+    obs.disconnect();
+  });
+  for (const root of snap.rec.roots) {
+    try {
+      obs.observe(root, { subtree: true, childList: true, attributes: true, characterData: true });
+    } catch (e) {
+      snap.changed = true; // a tree we cannot watch cannot promise an unchanged document
+    }
+  }
+  snap.observer = obs;
+}
+
+function answer(reg, snap, textAt, elementAt, P) {
+  const page = pageOf(snap.rec, textAt, elementAt, P.maxChars, P.maxElements);
+  const flags = { truncated: page.truncated };
+  const elements = page.picked.map((info) => {
     reg.counter += 1;
     const handle = reg.nonce + "-" + reg.counter.toString(36);
     reg.nodes.set(handle, info.el);
     return Object.assign({ handle }, describe(info, flags));
   });
-  return { url: read.url, title: read.title, text: read.text, truncated: flags.truncated, elements };
+  const out = { url: snap.rec.url, title: snap.rec.title, text: page.text, truncated: flags.truncated, elements };
+  if (page.rest) out.rest = { snapshot: snap.token, textAt: page.rest.textAt, elementAt: page.rest.elementAt };
+  return out;
+}
+
+function continuation(reg, P) {
+  const at = P.cursor;
+  const snap = reg.snap;
+  if (!snap || snap.token !== at.snapshot) {
+    return fail("STALE_SNAPSHOT", "the page was reloaded or read again since this snapshot; take a new tab.snapshot", false);
+  }
+  if (!snap.changed && snap.observer && snap.observer.takeRecords().length) snap.changed = true;
+  if (snap.changed) {
+    return fail("STALE_SNAPSHOT", "the document changed since this snapshot; take a new tab.snapshot", false);
+  }
+  if (!(at.textAt >= 0 && at.textAt <= snap.rec.text.length && at.elementAt >= 0 && at.elementAt <= snap.rec.order.length)) {
+    return fail("RENDERER_FAILED", "the continuation position is outside this snapshot", false);
+  }
+  return answer(reg, snap, at.textAt, at.elementAt, P);
+}
+
+async function main(P) {
+  const reg = registry(true);
+  if (P.cursor) return continuation(reg, P);
+  let start = null;
+  if (P.scope) {
+    start = lookup(P.scope);
+    if (!start) return fail("NODE_REPLACED", "the scope element was replaced or removed since the snapshot; take a new snapshot", false);
+  }
+  const rec = readRecord(start, P.maxChars);
+  if (reg.snap && reg.snap.observer) reg.snap.observer.disconnect();
+  reg.nodes.clear();
+  reg.snaps = (reg.snaps || 0) + 1;
+  const snap = { token: reg.nonce + "-" + reg.snaps.toString(36), rec, changed: false, observer: null };
+  reg.snap = snap;
+  watch(snap);
+  return answer(reg, snap, 0, 0, P);
 }

@@ -1,0 +1,143 @@
+"""Snapshot pages, scope, states and link urls in the engine (CONTRACT.md §3, §6, §9 v1.1), sans-I/O.
+
+The renderer is scripted by hand: what matters here is what the gateway decides — the cursor it issues,
+what it refuses before dispatch, how the next page joins the same snapshot, and which renderer answers
+are malformed. Real DOM behaviour is tested in tests/browser/test_reader_v11.py.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.engine.kit import make, ok, req, response
+
+H = "0123456789abcdef"
+
+
+def element(i: int, **extra: Any) -> dict[str, Any]:
+    return {"handle": f"{H}-{i}", "tag": "button", "role": "button", "label": f"B{i}", **extra}
+
+
+def page(first: int, count: int, rest: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    value: dict[str, Any] = {
+        "url": "http://127.0.0.1/", "title": "T", "text": "x", "truncated": rest is not None,
+        "elements": [element(i) for i in range(first, first + count)], **fields,
+    }
+    if rest is not None:
+        value["rest"] = rest
+    return value
+
+
+def rest(text_at: int, element_at: int) -> dict[str, Any]:
+    return {"snapshot": f"{H}-1", "textAt": text_at, "elementAt": element_at}
+
+
+def snap(gw: Any, value: dict[str, Any], tab: str = "A", generation: int | None = None, **params: Any) -> dict[str, Any]:
+    step = gw.begin(req("tab.snapshot", tabId=tab, **params))
+    step = ok(gw, step)
+    assert step["step"] == "dispatch", step
+    fields: dict[str, Any] = {"value": value}
+    if generation is not None:
+        fields["generation"] = generation
+    return response(ok(gw, step, **fields))
+
+
+def refused_before_dispatch(gw: Any, request: dict[str, Any], code: str) -> dict[str, Any]:
+    step = gw.begin(request)
+    if step["step"] == "authorize":
+        step = ok(gw, step)
+    assert step["step"] == "complete", step
+    env = response(step)
+    assert env["success"] is False and env["error"]["code"] == code and env["mayHaveCompleted"] is False, env
+    assert step["audit"]["dispatches"] == 0
+    return env
+
+
+def test_next_joins_the_same_snapshot_and_every_ref_stays_valid() -> None:
+    gw = make()
+    one = snap(gw, page(1, 2, rest(1, 2)), maxElements=2)["result"]
+    assert (one["snapshot"], one["next"], one["truncated"]) == ("s1", "s1p2", True)
+    assert "rest" not in one
+    two = snap(gw, page(3, 2, rest(2, 4)), cursor=one["next"], maxElements=2)["result"]
+    three = snap(gw, page(5, 1), cursor=two["next"])["result"]
+    assert [e["ref"] for r in (one, two, three) for e in r["elements"]] == [f"s1e{i}" for i in range(1, 6)]
+    assert {r["snapshot"] for r in (one, two, three)} == {"s1"} and "next" not in three
+    step = ok(gw, gw.begin(req("tab.click", tabId="A", ref="s1e1")))  # a page-1 ref after page 3
+    assert step["step"] == "dispatch" and f'"handle":"{H}-1"' in step["params"]["script"]
+    assert response(ok(gw, step, value={"clicked": True}))["result"] == {"clicked": True}
+
+
+def test_the_cursor_carries_the_renderers_position_back() -> None:
+    gw = make()
+    snap(gw, page(1, 1, rest(7, 1)))
+    step = ok(gw, gw.begin(req("tab.snapshot", tabId="A", cursor="s1p2", maxChars=50)))
+    literal = step["params"]["script"].rsplit("(", 1)[1]
+    params = json.loads(literal.rstrip(")"))
+    assert params["cursor"] == rest(7, 1) and params["maxChars"] == 50 and "scope" not in params
+
+
+def test_cursor_refusals_before_anything_is_dispatched() -> None:
+    gw = make()
+    one = snap(gw, page(1, 1, rest(1, 1)))["result"]
+    snap(gw, page(1, 1), tab="B")
+    refused_before_dispatch(gw, req("tab.snapshot", tabId="B", cursor=one["next"]), "CROSS_TAB_REF")
+    refused_before_dispatch(gw, req("tab.snapshot", tabId="A", cursor="s1p3"), "INVALID_PARAMS")
+    refused_before_dispatch(gw, req("tab.snapshot", tabId="A", cursor="nonsense"), "INVALID_PARAMS")
+    refused_before_dispatch(gw, req("tab.snapshot", tabId="A", cursor=one["next"], scope="s1e1"), "INVALID_PARAMS")
+    gw.invalidate_refs("A")  # navigation, renderer change, an action outside the gateway
+    env = refused_before_dispatch(gw, req("tab.snapshot", tabId="A", cursor=one["next"]), "STALE_SNAPSHOT")
+    assert "changed" in env["error"]["message"]
+    newer = snap(gw, page(1, 1, rest(1, 1)))["result"]
+    snap(gw, page(1, 1))
+    refused_before_dispatch(gw, req("tab.snapshot", tabId="A", cursor=newer["next"]), "STALE_SNAPSHOT")
+
+
+def test_a_new_document_generation_makes_the_cursor_stale() -> None:
+    gw = make()
+    one = snap(gw, page(1, 1, rest(1, 1)), generation=3)["result"]
+    env = snap(gw, page(2, 1), generation=4, cursor=one["next"])  # the page was read from a new document
+    assert env["error"]["code"] == "STALE_SNAPSHOT" and env["mayHaveCompleted"] is False
+
+
+def test_scope_sends_the_handle_and_is_a_new_snapshot() -> None:
+    gw = make()
+    snap(gw, page(1, 3))
+    step = ok(gw, gw.begin(req("tab.snapshot", tabId="A", scope="s1e2")))
+    assert f'"scope":"{H}-2"' in step["params"]["script"]
+    scoped = response(ok(gw, step, value=page(4, 1)))["result"]
+    assert scoped["snapshot"] == "s2" and [e["ref"] for e in scoped["elements"]] == ["s2e1"]
+    refused_before_dispatch(gw, req("tab.snapshot", tabId="A", scope="s1e2"), "STALE_SNAPSHOT")
+    refused_before_dispatch(gw, req("tab.snapshot", tabId="A", scope="s2e9"), "UNKNOWN_REF")
+
+
+def test_states_and_urls_are_checked_and_bounded() -> None:
+    gw = make()
+    long = "http://127.0.0.1/" + "\U0001f600" * 400  # 834 UTF-16 units
+    value = page(1, 0)
+    value["elements"] = [
+        element(1, states=["checked", "disabled"]),
+        {"handle": f"{H}-2", "tag": "a", "role": "link", "label": "L", "url": long},
+    ]
+    result = snap(gw, value)["result"]
+    assert result["elements"][0]["states"] == ["checked", "disabled"]
+    url = result["elements"][1]["url"]
+    assert url.endswith("\u2026") and len(url.encode("utf-16-le")) // 2 <= 500
+    assert result["truncated"] is True
+    value["elements"] = [element(1, states=[])]
+    assert "states" not in snap(gw, value)["result"]["elements"][0]  # an empty array says nothing
+    for bad in (["disabled", "checked"], ["checked", "checked"], ["value"], "checked", [1]):
+        value["elements"] = [element(1, states=bad)]
+        env = snap(gw, value)
+        assert env["error"]["code"] == "RENDERER_FAILED" and "states" in env["error"]["message"], bad
+
+
+def test_a_malformed_or_overrun_continuation_issues_no_cursor() -> None:
+    gw = make()
+    env = snap(gw, page(1, 1, {"snapshot": "x y", "textAt": 1, "elementAt": 1}))
+    assert env["error"]["code"] == "RENDERER_FAILED"
+    env = snap(gw, page(1, 1, {"snapshot": f"{H}-1", "textAt": -1, "elementAt": 1}))
+    assert env["error"]["code"] == "RENDERER_FAILED"
+    # A renderer that overran the page bound: cut, truncated, and no cursor (it could not be exact).
+    over = snap(gw, page(1, 3, rest(1, 3)), maxElements=2)["result"]
+    assert len(over["elements"]) == 2 and over["truncated"] is True and "next" not in over
