@@ -37,6 +37,9 @@ ARGUMENT_PATTERN: Final = r"^[A-Za-z][A-Za-z0-9_]{0,63}(?!\n)$"
 CAPTURED_FIELD: Final = "kelpieCaptured"
 """The field the gateway adds to a ref-bearing extension's dispatch params (``refArguments``)."""
 _ARGUMENT_RE: Final = re.compile(ARGUMENT_PATTERN)
+RETIREMENT_GRACE_MAX_MS: Final = 5_000
+"""CONTRACT.md §5 (v1.1): a cancelled dispatch may hold its lane at most ``timeoutMs`` + this grace."""
+RETIREMENT_GRACE_DEFAULT_MS: Final = RETIREMENT_GRACE_MAX_MS
 _NAME_RE: Final = re.compile(NAME_PATTERN)
 _KEBAB_RE: Final = re.compile(KEBAB_PATTERN)
 
@@ -68,6 +71,7 @@ def config_json_schema() -> JsonObject:
             "requireAuthorization": {"type": "boolean"},
             "realm": {"enum": ["isolated", "page"]},
             "pinnedTab": {"type": ["string", "null"], "minLength": 1, "maxLength": 256},
+            "retirementGraceMs": {"type": "integer", "minimum": 0, "maximum": RETIREMENT_GRACE_MAX_MS},
             "extensions": {
                 "type": "array",
                 "maxItems": MAX_LIST,
@@ -164,6 +168,7 @@ class Config:
     realm: str
     pinned_tab: str | None
     extensions: tuple[Extension, ...]
+    retirement_grace_ms: int
     include: tuple[str, ...] | None
     exclude: tuple[str, ...]
 
@@ -303,6 +308,7 @@ def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
         realm=data.get("realm", "isolated"),
         pinned_tab=data.get("pinnedTab"),
         extensions=tuple(extensions),
+        retirement_grace_ms=data.get("retirementGraceMs", RETIREMENT_GRACE_DEFAULT_MS),
         include=None if include is None else tuple(include),
         exclude=tuple(flt.get("exclude", [])),
     )

@@ -147,10 +147,14 @@ def error_body(code: str, message: str | None = None) -> JsonObject:
 def failure(
     request_id: Any, code: str, message: str | None = None, *, may_have_completed: bool = False
 ) -> JsonObject:
-    """A failure envelope (CONTRACT.md §4). Unknown outcomes get the observe-before-acting hint appended."""
+    """A failure envelope (CONTRACT.md §4). Unknown outcomes get the observe-before-acting hint appended
+    and are never ``retryable`` (§4, v1.1: an unknown outcome is not an invitation to resend), whatever
+    the code's default."""
     body = error_body(code, message)
-    if may_have_completed and not body["message"].endswith(UNKNOWN_OUTCOME_HINT):
-        body["message"] += UNKNOWN_OUTCOME_HINT
+    if may_have_completed:
+        body["retryable"] = False
+        if not body["message"].endswith(UNKNOWN_OUTCOME_HINT):
+            body["message"] += UNKNOWN_OUTCOME_HINT
     return {
         "version": 1,
         "id": request_id,

@@ -26,7 +26,7 @@ extensions). One active transaction per lane; a ``begin`` on an occupied lane co
 ``BUSY`` and touches nothing.
 
 Frontends (canonical JSON built in, MCP in :mod:`kelpie_gateway.mcp`) run through
-:meth:`GatewayCore.begin_with` and use only its frontend surface (``begin_parsed``, ``complete_now``,
+:meth:`GatewayCore.begin_with` and use only its frontend surface (``begin_parsed``, ``complete_now``, ``cancel_request``,
 ``config``, ``catalog``, ``closed``).
 
 Thread safety: every public method but :meth:`GatewayCore.invalidate_refs` takes the gateway's lock;
@@ -39,6 +39,7 @@ import hashlib
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
@@ -58,6 +59,9 @@ ADVANCE_PARSE_CAP: Final = 256 * 1024 * 1024
 """``advance`` JSON text above this is rejected unparsed; results above 32 MiB are RESPONSE_TOO_LARGE."""
 _CANCEL_CODES: Final = {"timeout": "TIMEOUT", "cancelled": "CANCELLED", "renderer-closed": "RENDERER_FAILED"}
 _TAB_TARGETED: Final = frozenset({"tabs.select", "tabs.close"})
+UNDELIVERED_MEMORY: Final = 4096
+"""How many completed mutating transactions ``advance({"transaction","undelivered":true})`` can still
+mark (the most recent ones; the host reports an undelivered response right after failing to send it)."""
 _REF_METHODS: Final = frozenset({"tab.click", "tab.type"})
 
 
@@ -127,6 +131,8 @@ class GatewayCore:
         self._by_id: dict[str, Transaction] = {}
         self._counter = 0
         self._reconcile: set[str] = set()
+        self._recent_mutations: OrderedDict[str, str] = OrderedDict()
+        self._grace_s = self._config.retirement_grace_ms / 1000.0
         self._closed = False
         self._working: Transaction | None = None
         self._audit_hint: tuple[str | None, str | None, Any] = (None, None, None)
@@ -156,8 +162,12 @@ class GatewayCore:
         """Re-read the pending step of ``transaction`` (None = the direct lane) without changing anything.
 
         Returns the pending ``authorize``/``dispatch`` step (``"overdue": true`` added once a dispatch's
-        ``timeoutMs`` has passed on the clock: the host must ``cancel``), or ``{"step":"idle"}`` (with
-        ``awaitingRetirement`` while a cancelled dispatch's callback is still out)."""
+        ``timeoutMs`` has passed on the clock: the host must ``cancel``), or ``{"step":"idle"}``. While a
+        cancelled dispatch's callback is still out, ``idle`` carries ``awaitingRetirement``:
+        ``{transaction, seq, method, tabId}`` (the native endpoint and tab of the stuck dispatch) plus
+        ``"overdue": true`` once ``timeoutMs`` + ``retirementGraceMs`` (config, default 5000, at most
+        5000) have passed: the host must then end the stuck work (stop the page's script, else close or
+        crash that renderer) and report ``{"transaction","retire":"renderer-closed"}`` (§5, v1.1)."""
         with self._lock:
             self._refs.drain()
             if transaction is None:
@@ -169,7 +179,7 @@ class GatewayCore:
             if txn is None:
                 return {"step": "idle"}
             if txn.state == "retiring":
-                return {"step": "idle", "awaitingRetirement": {"transaction": txn.id, "seq": txn.seq}}
+                return {"step": "idle", "awaitingRetirement": self._awaiting(txn)}
             if txn.pending is None:
                 return {"step": "idle"}
             step = jsonio.clone(txn.pending)
@@ -271,6 +281,24 @@ class GatewayCore:
             txn_id or self._new_id(), 1, envelope, render, self._audit(None, envelope, method)
         )
 
+    def cancel_request(self, request_id: Any) -> JsonObject | None:
+        """MCP ``notifications/cancelled`` (§7): cancel (reason ``cancelled``) the one in-flight MCP
+        transaction whose JSON-RPC id is ``request_id``. Returns its ``complete`` step, or None when no
+        single in-flight MCP transaction has that id (unknown, already complete, or ambiguous). Only from a
+        frontend's ``translate``."""
+        matches = [
+            t
+            for t in self._by_id.values()
+            if t.plan.get("mcp")
+            and t.accepts("cancel")
+            and type(t.request_id) is type(request_id)
+            and t.request_id == request_id
+        ]
+        if len(matches) != 1:
+            return None
+        step = self._cancel({"transaction": matches[0].id, "reason": "cancelled"})
+        return step if step.get("step") == "complete" else None
+
     # ================================================================== begin
     def _new_id(self) -> str:
         self._counter += 1
@@ -362,9 +390,11 @@ class GatewayCore:
                 )
         active = self._lanes.get(lane)
         if active is not None:
-            what = (
-                "waiting for a cancelled dispatch to retire" if active.state == "retiring" else active.method
-            )
+            what = active.method
+            if active.state == "retiring":
+                what = "waiting for a cancelled dispatch to retire"
+                if self._overdue(active):
+                    what += "; overdue, the host is ending it"
             return self.complete_now(
                 failure(
                     rid,
@@ -386,6 +416,7 @@ class GatewayCore:
             tab_id=tab_id,
         )
         txn.plan["ext"] = ext
+        txn.plan["mcp"] = render is not None  # begun by begin_mcp: notifications/cancelled can reach it
         try:
             self._precheck(txn, tab_id)
         except Refusal as exc:
@@ -587,9 +618,25 @@ class GatewayCore:
             del self._lanes[txn.lane]
         self._by_id.pop(txn.id, None)
 
+    def _remember_mutation(self, txn_id: str, tab: str) -> None:
+        recent = self._recent_mutations
+        recent[txn_id] = tab
+        if len(recent) > UNDELIVERED_MEMORY:
+            recent.popitem(last=False)
+
     def _finish(self, txn: Transaction, envelope: JsonObject) -> JsonObject:
         if envelope.get("mayHaveCompleted") and txn.tab_id is not None:
             self._reconcile.add(txn.tab_id)
+        if txn.dispatched_mutation and (envelope.get("success") or envelope.get("mayHaveCompleted")):
+            # What an undelivered response would leave the client ignorant of (advance "undelivered").
+            result = envelope.get("result")
+            tab = txn.tab_id
+            if txn.method == "tabs.open" and isinstance(result, dict):
+                tab = result.get("tabId")
+            elif txn.method == "tabs.close" and envelope.get("success"):
+                tab = None
+            if isinstance(tab, str):
+                self._remember_mutation(txn.id, tab)
         txn.fire("finish")
         self._release(txn)
         txn.seq += 1
@@ -623,6 +670,12 @@ class GatewayCore:
         tid = msg.get("transaction")
         if not isinstance(tid, str):
             return rejected("INVALID_REQUEST", "advance needs a string 'transaction'")
+        if "undelivered" in msg:
+            if set(msg) != {"transaction", "undelivered"} or msg["undelivered"] is not True:
+                return rejected(
+                    "INVALID_REQUEST", 'an undelivered response is {"transaction": T, "undelivered": true}'
+                )
+            return self._undelivered(tid)
         if "retire" in msg:
             if set(msg) != {"transaction", "retire"} or msg["retire"] != "renderer-closed":
                 return rejected(
@@ -834,6 +887,31 @@ class GatewayCore:
         self._release(txn)
         return {"step": "retired", "transaction": txn.id, "seq": txn.seq}
 
+    def _overdue(self, txn: Transaction) -> bool:
+        """A cancelled dispatch still out after ``timeoutMs`` + the retirement grace (§5, v1.1)."""
+        return txn.deadline is not None and self._clock() > txn.deadline + self._grace_s
+
+    def _awaiting(self, txn: Transaction) -> JsonObject:
+        """``awaitingRetirement`` of ``next``: which dispatch is still out, and whether it is overdue."""
+        stuck: JsonObject = txn.plan.get("abandoned") or {}
+        info: JsonObject = {
+            "transaction": txn.id,
+            "seq": txn.seq,
+            "method": stuck.get("method"),
+            "tabId": stuck.get("tabId"),
+        }
+        if self._overdue(txn):
+            info["overdue"] = True
+        return info
+
+    def _undelivered(self, tid: str) -> JsonObject:
+        """The host could not deliver transaction ``tid``'s response (its client went away): a dispatched
+        mutation's tab becomes RECONCILE_REQUIRED, since the client never learnt what happened (§4)."""
+        tab = self._recent_mutations.pop(tid, None)
+        if tab is not None:
+            self._reconcile.add(tab)
+        return {"step": "noted", "transaction": tid, "reconcileRequired": tab}
+
     def _cancel(self, data: Any) -> JsonObject:
         try:
             msg, _ = self._parse_host(data, jsonio.MAX_REQUEST_BYTES)
@@ -873,6 +951,14 @@ class GatewayCore:
             return self._finish(txn, envelope)
         if mutation and txn.tab_id is not None:
             self._reconcile.add(txn.tab_id)
+            self._remember_mutation(txn.id, txn.tab_id)
+        pending = txn.pending or {}
+        params = pending.get("params")
+        tab = params.get("tabId") if isinstance(params, dict) else None
+        txn.plan["abandoned"] = {
+            "method": pending.get("method"),
+            "tabId": tab if isinstance(tab, str) else txn.tab_id,
+        }
         txn.fire("abandon")
         txn.seq += 1
         # The lane stays exclusive; the late callback must answer the dispatch's seq, so keep it.

@@ -22,7 +22,11 @@ not an object, ``jsonrpc`` not  ``-32600`` (``id`` echoed when it is a string or
 ``id`` not a string/number,
 ``params`` not an object, an
 unknown top-level member
-a notification (no ``id``)      no response (``httpStatus`` 202); notifications are never executed
+a notification (no ``id``)      no response (``httpStatus`` 202); notifications are never executed,
+                                except ``notifications/cancelled`` ``{requestId}``: the one in-flight
+                                ``tools/call`` with that id is cancelled (reason ``cancelled``) and its
+                                ``complete`` step rides along as the 202 step's ``cancelled`` member, for
+                                the host to hand to the caller still waiting on it
 a response (``result``/         no response (202): this server never sends requests, so it has nothing to
 ``error``, no ``method``)       match them with
 ``initialize``                  ``protocolVersion`` (the client's when supported, else the newest),
@@ -271,7 +275,12 @@ def _translate(gw: GatewayCore, message: Any) -> JsonObject:
         if not isinstance(params, dict):
             raise _RpcError(INVALID_REQUEST, "params must be an object", "INVALID_REQUEST")
         if "id" not in msg:
-            return gw.complete_now(success(None, {}), _no_response, method)
+            step = gw.complete_now(success(None, {}), _no_response, method)
+            if method == "notifications/cancelled" and _is_id(params.get("requestId")):
+                cancelled = gw.cancel_request(params["requestId"])
+                if cancelled is not None:
+                    step["cancelled"] = cancelled
+            return step
         if gw.closed:
             raise _RpcError(INVALID_REQUEST, "this gateway is closed", "INVALID_REQUEST")
         if not modern:

@@ -151,7 +151,8 @@ def cut_utf16(text: str, limit: int) -> tuple[str, bool]:
 
 
 def parse_tabs(result: JsonObject) -> list[JsonObject]:
-    """``get-tabs`` → ``[{tabId, generation, url, title, active}]`` with lone surrogates repaired."""
+    """``get-tabs`` → ``[{tabId, generation, url, title, active, crashed?}]`` with lone surrogates repaired
+    (``crashed: true`` only when the host says so: CONTRACT.md §5 v1.1, the tab reports it crashed)."""
     raw = field(result, "tabs", list, "get-tabs")
     tabs = []
     repair = jsonio.repair_surrogates
@@ -172,9 +173,16 @@ def parse_tabs(result: JsonObject) -> list[JsonObject]:
                 f"get-tabs tabs[{i}]: needs tabId (string), generation (integer), url, title "
                 "(strings) and active (boolean)"
             )
-        tabs.append(
-            {"tabId": tab_id, "generation": gen, "url": repair(url), "title": repair(title), "active": active}
-        )
+        entry = {
+            "tabId": tab_id,
+            "generation": gen,
+            "url": repair(url),
+            "title": repair(title),
+            "active": active,
+        }
+        if t.get("crashed") is True:  # the tab's renderer crashed: tab.navigate or tabs.close recovers it
+            entry["crashed"] = True
+        tabs.append(entry)
     return tabs
 
 

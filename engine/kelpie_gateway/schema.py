@@ -164,8 +164,8 @@ METHODS: Final[dict[str, Method]] = {
             False,
             ("get-tabs",),
             (),
-            "List the open tabs.",
-            "{tabs:[{tabId, generation, url, title, active}]}",
+            "List the open tabs (crashed:true marks a tab whose renderer crashed).",
+            "{tabs:[{tabId, generation, url, title, active, crashed?}]}",
         ),
         Method(
             "tabs.select",
@@ -556,6 +556,9 @@ def envelope_json_schema() -> JsonObject:
                 },
                 "required": ["version", "id", "success", "error", "mayHaveCompleted"],
                 "additionalProperties": False,
+                # v1.1: an unknown outcome is never an invitation to resend.
+                "if": {"properties": {"mayHaveCompleted": {"const": True}}},
+                "then": {"properties": {"error": {"properties": {"retryable": {"const": False}}}}},
             },
         ],
     }

@@ -273,7 +273,8 @@ def test_error_envelope(code: str) -> None:
     assert set(out) == {"version", "id", "success", "error", "mayHaveCompleted"}
     assert out["version"] == 1 and out["success"] is False
     assert out["error"]["code"] == code
-    assert out["error"]["retryable"] is ERROR_CODES[code][0]
+    # CONTRACT.md §4 (v1.1): an unknown outcome is never retryable, whatever the code's default.
+    assert out["error"]["retryable"] is (ERROR_CODES[code][0] and not may)
     assert out["mayHaveCompleted"] is may
     assert phrase in out["error"]["message"], out["error"]["message"]
 

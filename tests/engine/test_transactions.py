@@ -98,7 +98,8 @@ def test_cancelled_mutation_is_unknown_and_lane_waits_for_retirement() -> None:
     done = gw.cancel({"transaction": step["transaction"], "reason": "timeout"})
     assert done["step"] == "complete" and done["response"]["mayHaveCompleted"] is True
     assert done["audit"]["outcome"] == "unknown"
-    assert gw.next() == {"step": "idle", "awaitingRetirement": {"transaction": step["transaction"], "seq": step["seq"]}}
+    assert gw.next() == {"step": "idle", "awaitingRetirement": {
+        "transaction": step["transaction"], "seq": step["seq"], "method": "navigate", "tabId": "A"}}
     assert response(gw.begin(req("tabs.list", rid=2)))["error"]["code"] == "BUSY"
     with pytest.raises(GatewayPendingError):
         gw.close()
