@@ -21,6 +21,13 @@ never raises: it returns the native result ``{"success": true, ...}`` or
   policy's CDP redirect guard; with the default policy nothing is routed.
 * ``register(method, handler)`` adds native endpoints (the rich extensions, ``host/extensions.py``);
   ``page_of(tabId)`` / ``newest_page()`` give them the tab's Playwright page.
+* Faults (CONTRACT.md §5 v1.1, docs/host.md "Liveness"): a renderer crash marks the tab ``crashed``
+  (reported by ``get-tabs``; evaluate and screenshot refuse it with nothing run) and tells the listener
+  registered with :meth:`ChromiumRenderer.on_gone` at once; ``navigate`` recovers the tab in a fresh page
+  under the same tab id (generation bumped), ``close-tab`` closes it. If Chromium exits, the listener
+  hears ``None`` and the next call relaunches it (new tabs, every ref invalidated, one log line), or
+  answers ``BROWSER_UNAVAILABLE`` with ``mayHaveCompleted:false`` when it cannot. :meth:`stop_script`
+  (CDP ``Runtime.terminateExecution``) and :meth:`close_target` end a script that never yields.
 """
 
 from __future__ import annotations
@@ -72,10 +79,21 @@ def fail(code: str, message: str, **extra: Any) -> JsonObject:
     return {"success": False, "error": {"code": code, "message": message}, **extra}
 
 
+Gone = Callable[[str | None], None]
+"""Listener told that a tab's renderer crashed (its tab id) or that the browser exited (None)."""
+
+
 class Renderer(Protocol):
-    """What the driver needs from a renderer: one native endpoint call that never raises."""
+    """What the driver needs from a renderer: one native endpoint call that never raises, and the means
+    to end stuck work (both return False when there was nothing to act on; neither raises)."""
 
     async def call(self, method: str, params: Mapping[str, Any]) -> JsonObject: ...
+
+    async def stop_script(self, tab_id: str | None) -> bool: ...
+
+    async def close_target(self, tab_id: str | None) -> bool: ...
+
+    def on_gone(self, listener: Gone) -> None: ...
 
     async def close(self) -> None: ...
 
@@ -87,7 +105,20 @@ class NoRenderer:
     description = "none (browserAvailable:false)"
 
     async def call(self, method: str, params: Mapping[str, Any]) -> JsonObject:
-        return fail("BROWSER_UNAVAILABLE", f"this host runs without a browser; {method!r} is not available")
+        return fail(
+            "BROWSER_UNAVAILABLE",
+            f"this host runs without a browser; {method!r} is not available",
+            mayHaveCompleted=False,
+        )
+
+    async def stop_script(self, tab_id: str | None) -> bool:
+        return False
+
+    async def close_target(self, tab_id: str | None) -> bool:
+        return False
+
+    def on_gone(self, listener: Gone) -> None:
+        return None
 
     async def close(self) -> None:
         return None
@@ -106,6 +137,7 @@ class Tab:
     dialog: Dialog | None = None
     dialog_timer: asyncio.TimerHandle | None = field(default=None, repr=False)
     ready: asyncio.Future[Any] | None = field(default=None, repr=False)
+    crashed: bool = False
 
 
 def find_chromium(explicit: str | None) -> str | None:
@@ -151,6 +183,12 @@ class ChromiumRenderer:
         self._next_id = 1
         self._selected: str | None = None
         self._background: set[asyncio.Future[None]] = set()
+        self._first_url: str | None = None
+        self._gone: list[Gone] = []
+        self._browser_lost = False
+        self._closing = False
+        self._replacing = 0
+        self._relaunch_lock = asyncio.Lock()
         self._handlers: dict[str, Callable[[Mapping[str, Any]], Awaitable[JsonObject]]] = {
             "get-tabs": self._get_tabs,
             "switch-tab": self._switch_tab,
@@ -195,7 +233,12 @@ class ChromiumRenderer:
         ``--headed``), launch it on a persistent profile (``user_data_dir``: its first window's page is the
         first tab), or attach over CDP to a Chromium already running (``cdp_endpoint``: its open pages
         become tabs, the host opens ``first_url`` in a new one, and :meth:`close` only disconnects)."""
+        self._first_url = first_url
         self._pw = await async_playwright().start()
+        await self._launch()
+
+    async def _launch(self) -> None:
+        assert self._pw is not None
         chromium = self._pw.chromium
         options: dict[str, Any] = {"headless": self.headless, "args": list(CHROMIUM_FLAGS)}
         if self.executable:
@@ -220,6 +263,9 @@ class ChromiumRenderer:
         version = self._browser.version if self._browser is not None else "?"
         mode = "attached" if self.cdp_endpoint else "headless" if self.headless else "headed"
         self.description = f"chromium {version} {mode} ({where})"
+        if self._browser is not None:
+            browser = self._browser
+            browser.on("disconnected", lambda _b: self._on_disconnected(browser))
         if self.guard is not None:
             await self._context.route("**/*", self._route)
         self._context.on("page", self._on_page)
@@ -230,12 +276,97 @@ class ChromiumRenderer:
             tab = self._adopt(await self._context.new_page())
         self._selected = tab.tab_id
         await self._ready(tab)
-        if first_url:
-            await tab.page.goto(first_url, wait_until="load")
+        if self._first_url:
+            await tab.page.goto(self._first_url, wait_until="load")
+
+    def on_gone(self, listener: Gone) -> None:
+        """Register ``listener(tab_id)`` for renderer crashes, ``listener(None)`` for a browser exit."""
+        self._gone.append(listener)
+
+    def _tell_gone(self, tab_id: str | None) -> None:
+        for listener in self._gone:
+            try:
+                listener(tab_id)
+            except Exception as exc:  # a listener bug must not stop the others
+                self.log(f"renderer-gone listener failed: {type(exc).__name__}: {_short(exc)}")
+
+    def _on_disconnected(self, browser: Browser) -> None:
+        if self._closing or browser is not self._browser:
+            return
+        self._browser_lost = True
+        self.log("browser exited: pending work retired; the next request relaunches it")
+        tabs = list(self._tabs.values())
+        self._tabs.clear()
+        self._by_page.clear()
+        self._selected = None
+        for tab in tabs:
+            self._clear_dialog(tab)
+            self.on_invalidate(tab.tab_id)
+        self._tell_gone(None)
+
+    async def _relaunch(self) -> JsonObject | None:
+        """After a browser exit: launch Chromium again (None), or a BROWSER_UNAVAILABLE result."""
+        async with self._relaunch_lock:
+            if not self._browser_lost:
+                return None
+            old = self._browser
+            try:
+                if old is not None:
+                    with contextlib.suppress(Exception):
+                        await old.close()
+                try:
+                    await self._launch()
+                except Exception:  # the Playwright driver may have gone with the browser: once more
+                    with contextlib.suppress(Exception):
+                        if self._pw is not None:
+                            await self._pw.stop()
+                    self._pw = await async_playwright().start()
+                    await self._launch()
+            except Exception as exc:
+                self.log(f"browser relaunch failed: {type(exc).__name__}: {_short(exc)}")
+                return fail(
+                    "BROWSER_UNAVAILABLE",
+                    f"the browser exited and could not be relaunched ({_short(exc, 200)}); nothing was run",
+                    mayHaveCompleted=False,
+                )
+            self._browser_lost = False
+            self.log(
+                f"browser relaunched: {self.description}; new tabs {', '.join(self._tabs)}, refs invalidated"
+            )
+            return None
+
+    async def stop_script(self, tab_id: str | None) -> bool:
+        """CDP ``Runtime.terminateExecution`` on ``tab_id``'s target: ends the JavaScript running there
+        (the page's handler and the fixed script). False when there is no such live tab."""
+        tab = self._tabs.get(tab_id) if tab_id is not None else None
+        if tab is None or tab.crashed or self._context is None:
+            return False
+        try:
+            session = tab.cdp
+            if session is None:
+                session = await asyncio.wait_for(self._context.new_cdp_session(tab.page), 2.0)
+            await asyncio.wait_for(session.send("Runtime.terminateExecution"), 2.0)
+        except Exception as exc:
+            self.log(f"could not stop the script in tab {tab.tab_id}: {_short(exc)}")
+            return False
+        self.log(f"stopped the script in tab {tab.tab_id} (Runtime.terminateExecution)")
+        return True
+
+    async def close_target(self, tab_id: str | None) -> bool:
+        """Close ``tab_id``'s page without unload handlers (its renderer goes with it)."""
+        tab = self._tabs.get(tab_id) if tab_id is not None else None
+        if tab is None:
+            return False
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(tab.page.close(run_before_unload=False), 5.0)
+        self._on_close(tab)
+        self.log(f"closed tab {tab.tab_id}: its script did not stop")
+        return True
 
     async def close(self) -> None:
         """Close the browser this host launched; an attached one (``cdp_endpoint``) is only disconnected:
         it keeps running with its tabs."""
+        self._closing = True
         if not self.cdp_endpoint:
             with contextlib.suppress(Exception):
                 if self._browser is not None:
@@ -274,7 +405,8 @@ class ChromiumRenderer:
 
     # ----------------------------------------------------------------- browser events
     def _on_page(self, page: Page) -> None:
-        self._adopt(page)
+        if not self._replacing:  # a crashed tab's replacement page is bound by _revive itself
+            self._adopt(page)
 
     def _adopt(self, page: Page) -> Tab:
         existing = self._by_page.get(id(page))
@@ -284,16 +416,20 @@ class ChromiumRenderer:
         self._next_id += 1
         self._tabs[tab.tab_id] = tab
         self._by_page[id(page)] = tab
-        page.on("framenavigated", lambda frame: self._on_navigated(tab, frame))
-        page.on("crash", lambda _page: self._on_crash(tab))
-        page.on("close", lambda _page: self._on_close(tab))
-        page.on("dialog", lambda dialog: self._on_dialog(tab, dialog))
+        self._listen(tab)
         if self._selected is None:
             self._selected = tab.tab_id
         if self.guard is not None and self._context is not None:
             tab.ready = asyncio.ensure_future(self.guard.attach(self._context, page, tab.tab_id))
             tab.ready.add_done_callback(lambda done: done.cancelled() or done.exception())
         return tab
+
+    def _listen(self, tab: Tab) -> None:
+        page = tab.page
+        page.on("framenavigated", lambda frame: self._on_navigated(tab, frame) if tab.page is page else None)
+        page.on("crash", lambda _page: self._on_crash(tab) if tab.page is page else None)
+        page.on("close", lambda _page: self._on_close(tab) if tab.page is page else None)
+        page.on("dialog", lambda dialog: self._on_dialog(tab, dialog) if tab.page is page else None)
 
     def _on_navigated(self, tab: Tab, frame: Frame) -> None:
         if frame != tab.page.main_frame:
@@ -303,10 +439,38 @@ class ChromiumRenderer:
         self.on_invalidate(tab.tab_id)
 
     def _on_crash(self, tab: Tab) -> None:
+        if self._tabs.get(tab.tab_id) is not tab or tab.crashed:
+            return
         tab.generation += 1
         tab.world = None
-        self.log(f"renderer crashed in tab {tab.tab_id}")
+        tab.cdp = None
+        tab.crashed = True
+        self._clear_dialog(tab)
+        self.log(f"renderer crashed in tab {tab.tab_id}: tab.navigate or tabs.close recovers it")
         self.on_invalidate(tab.tab_id)
+        self._tell_gone(tab.tab_id)
+
+    async def _revive(self, tab: Tab) -> None:
+        """A crashed tab gets a fresh page under the same tab id (Playwright refuses a crashed page)."""
+        assert self._context is not None
+        self._replacing += 1
+        try:
+            page = await self._context.new_page()
+        finally:
+            self._replacing -= 1
+        old = tab.page
+        self._by_page.pop(id(old), None)
+        tab.page, tab.crashed, tab.cdp, tab.world = page, False, None, None
+        tab.generation += 1
+        self._by_page[id(page)] = tab
+        self._listen(tab)
+        if self.guard is not None:
+            tab.ready = asyncio.ensure_future(self.guard.attach(self._context, page, tab.tab_id))
+            tab.ready.add_done_callback(lambda done: done.cancelled() or done.exception())
+            await self._ready(tab)
+        with contextlib.suppress(Exception):
+            await old.close(run_before_unload=False)
+        self.log(f"tab {tab.tab_id} recovered from its crash in a new page")
 
     def _on_close(self, tab: Tab) -> None:
         self._tabs.pop(tab.tab_id, None)
@@ -350,6 +514,10 @@ class ChromiumRenderer:
         handler = self._handlers.get(method)
         if handler is None:
             return fail("RENDERER_FAILED", f"this host has no native endpoint {method!r}")
+        if self._browser_lost:
+            refused = await self._relaunch()
+            if refused is not None:
+                return refused
         try:
             return await handler(params)
         except PlaywrightError as exc:
@@ -366,8 +534,19 @@ class ChromiumRenderer:
             return fail("TAB_NOT_FOUND", f"no tab {tab_id!r}", mayHaveCompleted=False)
         return tab
 
+    def _live_tab(self, params: Mapping[str, Any]) -> Tab | JsonObject:
+        """:meth:`_tab`, refusing a crashed tab before anything runs."""
+        tab = self._tab(params)
+        if isinstance(tab, Tab) and tab.crashed:
+            return fail(
+                "RENDERER_FAILED",
+                f"the renderer of tab {tab.tab_id} crashed; tab.navigate or tabs.close recovers it",
+                mayHaveCompleted=False,
+            )
+        return tab
+
     async def _title(self, tab: Tab) -> str:
-        if tab.dialog is None:
+        if tab.dialog is None and not tab.crashed:
             with contextlib.suppress(Exception):
                 tab.title = await asyncio.wait_for(tab.page.title(), 2.0)
         return tab.title
@@ -384,6 +563,7 @@ class ChromiumRenderer:
                     "url": tab.page.url,
                     "title": title,
                     "active": tab.tab_id == self._selected,
+                    "crashed": tab.crashed,
                 }
             )
         return {"success": True, "tabs": tabs}
@@ -411,7 +591,11 @@ class ChromiumRenderer:
         tab = self._tab(params)
         if isinstance(tab, dict):
             return tab
-        await tab.page.close()
+        if tab.crashed:
+            with contextlib.suppress(Exception):
+                await tab.page.close(run_before_unload=False)
+        else:
+            await tab.page.close()
         self._on_close(tab)
         return {"success": True}
 
@@ -422,11 +606,13 @@ class ChromiumRenderer:
         url = params.get("url")
         if not isinstance(url, str):
             return fail("RENDERER_FAILED", "navigate needs a url", mayHaveCompleted=False)
+        if tab.crashed:
+            await self._revive(tab)
         await tab.page.goto(url, wait_until="load", timeout=_timeout(params))
         return {"success": True, "tabId": tab.tab_id, "generation": tab.generation, "url": tab.page.url}
 
     async def _screenshot(self, params: Mapping[str, Any]) -> JsonObject:
-        tab = self._tab(params)
+        tab = self._live_tab(params)
         if isinstance(tab, dict):
             return tab
         png = await tab.page.screenshot(type="png", full_page=False, timeout=_timeout(params))
@@ -455,7 +641,7 @@ class ChromiumRenderer:
         return tab.cdp, tab.world
 
     async def _evaluate(self, params: Mapping[str, Any]) -> JsonObject:
-        tab = self._tab(params)
+        tab = self._live_tab(params)
         if isinstance(tab, dict):
             return tab
         script = params.get("script")
@@ -527,10 +713,10 @@ class ChromiumRenderer:
 
 def _timeout(params: Mapping[str, Any]) -> float:
     """Playwright's own timeout: a little past the gateway deadline, so the host's deadline fires first and
-    the late reply still arrives (and retires)."""
+    the late reply still arrives (and retires) well within the retirement grace (:data:`RETIREMENT_GRACE_MS`)."""
     value = params.get("timeoutMs")
     ms = value if isinstance(value, int) and value > 0 else 10_000
-    return float(ms + 2_000)
+    return float(ms + 1_000)
 
 
 def _short(exc: object, limit: int = 300) -> str:
@@ -584,6 +770,12 @@ DIALOG_EXTENSIONS: list[JsonObject] = [
 ]
 
 
+RETIREMENT_GRACE_MS = 2_000
+"""The host's ``retirementGraceMs``: a cancelled dispatch is overdue ``timeoutMs`` + 2 s after it began;
+the driver then stops it (terminateExecution, then closing the target after 1 s), so no page holds a lane
+longer than ``timeoutMs`` + 5 s (ARCHITECTURE.md, host rules 1.1)."""
+
+
 def gateway_config(*, browser: bool) -> JsonObject:
     """The gateway config the reference host creates (CONTRACT.md §2)."""
     if not browser:
@@ -597,4 +789,5 @@ def gateway_config(*, browser: bool) -> JsonObject:
         "requireAuthorization": True,
         "realm": "isolated",
         "extensions": DIALOG_EXTENSIONS,
+        "retirementGraceMs": RETIREMENT_GRACE_MS,
     }

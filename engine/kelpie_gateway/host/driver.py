@@ -13,6 +13,20 @@ Transactions run as independent asyncio tasks, so a recovery-lane transaction (d
 while a direct-lane dispatch (the click that opened the dialog) is still awaiting the renderer. The
 gateway is only ever called from the event loop thread.
 
+Liveness (CONTRACT.md §5 "Retirement is bounded", ARCHITECTURE.md host rules 1.1; docs/host.md):
+
+* A dispatch waits for the first of: the renderer's reply, its ``timeoutMs`` (-> ``cancel`` timeout),
+  or a *preemption*: the renderer reports the tab's renderer crashed or the browser exited (-> ``cancel``
+  renderer-closed at once: ``RENDERER_FAILED``, unknown outcome for a mutation), or an MCP
+  ``notifications/cancelled`` whose ``complete`` step the gateway handed over (reason cancelled).
+* A cancelled dispatch whose reply is still out is *watched*: the late reply is advanced (and retires);
+  meanwhile the driver polls ``next(T)`` and, once the gateway flags it ``overdue`` (``timeoutMs`` +
+  the config's ``retirementGraceMs``), stops the page's script (CDP ``Runtime.terminateExecution``),
+  and if the reply still does not come within :data:`STOP_PATIENCE_S`, closes that tab's target; then
+  reports ``{"transaction","retire":"renderer-closed"}``. A crash or browser exit retires it at once.
+* A response the HTTP layer could not deliver is reported with :meth:`Driver.undelivered` (the gateway
+  then requires a reconcile of the mutated tab).
+
 Authorization policy (the host's "existing policy", CONTRACT.md §5): every bearer on this host was paired
 by the operator from loopback, so a paired client is admitted for every advertised method; the site policy
 (``host/policy.py``, passed as ``authorize``) refuses navigations to refused origins there with
@@ -32,8 +46,13 @@ from kelpie_gateway.host.audit import AuditLog
 from kelpie_gateway.host.browser import Renderer, fail
 
 JsonObject = dict[str, Any]
+FIRST = asyncio.FIRST_COMPLETED
 
 DEFAULT_TIMEOUT_MS = 10_000
+WATCH_INTERVAL_S = 0.2
+"""How often a cancelled dispatch awaiting retirement is checked for ``overdue`` through ``next``."""
+STOP_PATIENCE_S = 1.0
+"""After ``Runtime.terminateExecution``, how long the late reply may take before the target is closed."""
 
 
 class GatewayLike(Protocol):
@@ -52,6 +71,14 @@ class GatewayLike(Protocol):
     def invalidate_refs(self, tab_id: str | None = None) -> None: ...
 
     def close(self) -> None: ...
+
+
+@dataclass
+class _Inflight:
+    """A dispatch awaiting the renderer: its tab, and the future a crash or MCP cancel completes."""
+
+    tab: str | None
+    preempt: asyncio.Future[JsonObject]
 
 
 def _internal_envelope(message: str) -> JsonObject:
@@ -118,7 +145,10 @@ class Driver:
         self.log = log
         self._policy = authorize
         self.audit = audit
-        self._late: set[asyncio.Task[JsonObject]] = set()
+        self._late: set[asyncio.Future[Any]] = set()
+        self._inflight: dict[str, _Inflight] = {}
+        self._retiring: dict[str, str | None] = {}  # transaction -> tab of its stuck dispatch
+        renderer.on_gone(self.renderer_gone)
 
     # ------------------------------------------------------------------ entry points
     async def canonical(self, body: bytes | Mapping[str, Any], caller: Caller | None = None) -> JsonObject:
@@ -135,14 +165,50 @@ class Driver:
     ) -> JsonObject:
         """Run one JSON-RPC message; returns the ``complete`` step (``response`` null for notifications).
         ``abandon``: the transport may give up on the answer (see :class:`Abandon`); ``fit``: see
-        :data:`Fit`."""
-        return await self._run(
+        :data:`Fit`. A ``notifications/cancelled`` step's ``cancelled`` member goes to the caller still
+        waiting on it."""
+        step = await self._run(
             lambda: self.gateway.begin_mcp(body),
             mcp=True,
             caller=caller or Caller(transport="mcp-http"),
             abandon=abandon,
             fit=fit,
         )
+        cancelled = step.get("cancelled")
+        if isinstance(cancelled, dict):
+            self._preempt(str(cancelled.get("transaction")), cancelled, "cancelled by the MCP client")
+        return step
+
+    def undelivered(self, step: Mapping[str, Any]) -> None:
+        """The ``complete`` step's response could not be delivered (the client went away): tell the
+        gateway, which makes a mutated tab ``RECONCILE_REQUIRED`` for the next caller (CONTRACT.md §4)."""
+        transaction = step.get("transaction")
+        if not isinstance(transaction, str):
+            return
+        noted = self.gateway.advance({"transaction": transaction, "undelivered": True})
+        tab = noted.get("reconcileRequired")
+        if tab is not None:
+            self.log(
+                f"response of {transaction} not delivered (client gone): tab {_printable(tab)} needs a reconcile"
+            )
+
+    def renderer_gone(self, tab_id: str | None) -> None:
+        """The renderer of ``tab_id`` crashed (None: the browser exited): every dispatch pending on it is
+        cancelled ``renderer-closed`` at once and its caller answered; retiring ones are retired."""
+        for transaction, flight in list(self._inflight.items()):
+            if tab_id is None or flight.tab == tab_id:
+                done = self.gateway.cancel({"transaction": transaction, "reason": "renderer-closed"})
+                if done.get("step") == "complete":
+                    self._preempt(transaction, done, "its renderer is gone")
+        for transaction, tab in list(self._retiring.items()):
+            if tab_id is None or tab == tab_id:
+                self._retire_closed(transaction, "its renderer is gone")
+
+    def _preempt(self, transaction: str, step: JsonObject, why: str) -> None:
+        flight = self._inflight.get(transaction)
+        if flight is not None and not flight.preempt.done():
+            flight.preempt.set_result(step)
+            self.log(f"dispatch of {transaction} answered early: {why}")
 
     async def _run(
         self,
@@ -232,25 +298,39 @@ class Driver:
         timeout_ms = step.get("timeoutMs")
         if not isinstance(timeout_ms, int) or timeout_ms <= 0:
             timeout_ms = DEFAULT_TIMEOUT_MS
+        tab = params.get("tabId") if isinstance(params, Mapping) else None
+        flight = _Inflight(tab if isinstance(tab, str) else None, asyncio.get_running_loop().create_future())
+        self._inflight[transaction] = flight
         call = asyncio.ensure_future(self._call(method, params))
         gave_up = asyncio.ensure_future(abandon.wait()) if abandon is not None else None
         try:
-            await asyncio.wait(
-                {call} if gave_up is None else {call, gave_up},
-                timeout=timeout_ms / 1000,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+            waits: set[asyncio.Future[Any]] = {call, flight.preempt}
+            if gave_up is not None:
+                waits.add(gave_up)
+            await asyncio.wait(waits, timeout=timeout_ms / 1000, return_when=FIRST)
         finally:
+            del self._inflight[transaction]
             if gave_up is not None:
                 gave_up.cancel()
-        if call.done():
+        if flight.preempt.done():
+            answer: JsonObject = flight.preempt.result()
+        elif call.done():
             return self.gateway.advance({"transaction": transaction, "seq": seq, "result": call.result()})
-        reason = "cancelled" if abandon is not None and abandon.abandoned else "timeout"
-        answer = self.gateway.cancel({"transaction": transaction, "reason": reason})
-        why = "its caller went away" if reason == "cancelled" else f"it passed its {timeout_ms} ms deadline"
-        self.log(f"{method} in transaction {transaction}: {why}: cancelled")
+        else:
+            reason = "cancelled" if abandon is not None and abandon.abandoned else "timeout"
+            answer = self.gateway.cancel({"transaction": transaction, "reason": reason})
+            why = (
+                "its caller went away" if reason == "cancelled" else f"it passed its {timeout_ms} ms deadline"
+            )
+            self.log(f"{method} in transaction {transaction}: {why}: cancelled")
         self._late.add(call)
         call.add_done_callback(lambda done: self._retire(transaction, seq, method, done))
+        waiting = self.gateway.next(transaction).get("awaitingRetirement")
+        if isinstance(waiting, Mapping) and not call.done():
+            self._retiring[transaction] = flight.tab
+            watch = asyncio.ensure_future(self._watch(transaction, flight.tab, call))
+            self._late.add(watch)
+            watch.add_done_callback(self._late.discard)
         return answer
 
     async def _call(self, method: str, params: Mapping[str, Any]) -> JsonObject:
@@ -259,14 +339,45 @@ class Driver:
         except Exception as exc:  # the renderer promises not to raise; belt and braces
             return fail("RENDERER_FAILED", f"{type(exc).__name__}: {exc}")
 
-    def _retire(self, transaction: str, seq: int, method: str, done: asyncio.Task[JsonObject]) -> None:
+    def _retire(self, transaction: str, seq: int, method: str, done: asyncio.Future[JsonObject]) -> None:
         self._late.discard(done)
+        self._retiring.pop(transaction, None)
         if done.cancelled():
             result = fail("RENDERER_FAILED", "the renderer call was cancelled")
         else:
             result = done.result()
         answer = self.gateway.advance({"transaction": transaction, "seq": seq, "result": result})
-        self.log(f"late {method} reply for transaction {transaction}: {answer.get('step')}")
+        kind = answer.get("step")
+        if kind == "rejected":  # already retired (renderer-closed): nothing was waiting for it
+            kind = "discarded (already retired)"
+        self.log(f"late {method} reply for transaction {transaction}: {kind}")
+
+    def _retire_closed(self, transaction: str, why: str) -> None:
+        self._retiring.pop(transaction, None)
+        answer = self.gateway.advance({"transaction": transaction, "retire": "renderer-closed"})
+        if answer.get("step") == "retired":
+            self.log(f"cancelled dispatch of {transaction} retired: {why}")
+
+    async def _watch(self, transaction: str, tab: str | None, call: asyncio.Future[JsonObject]) -> None:
+        """Bounded retirement (CONTRACT.md §5 v1.1): once ``next`` says the cancelled dispatch is overdue,
+        stop the page's script; if the reply still does not come, close the target; then retire it."""
+        while not call.done():
+            waiting = self.gateway.next(transaction).get("awaitingRetirement")
+            if not isinstance(waiting, Mapping):
+                return  # retired meanwhile (late reply, crash or browser exit)
+            if waiting.get("overdue"):
+                break
+            await asyncio.wait({call}, timeout=WATCH_INTERVAL_S)
+        if call.done():
+            return
+        self.log(f"cancelled dispatch of {transaction} is overdue: stopping the script in tab {tab or '-'}")
+        if await self.renderer.stop_script(tab):
+            await asyncio.wait({call}, timeout=STOP_PATIENCE_S)
+        if not call.done():
+            self.log(f"tab {tab or '-'} did not stop: closing its target")
+            await self.renderer.close_target(tab)
+        if transaction in self._retiring:
+            self._retire_closed(transaction, "the host ended the stuck work")
 
     async def drain(self, timeout_s: float = 5.0) -> None:
         """Wait (bounded) for outstanding late renderer replies, e.g. before shutdown."""

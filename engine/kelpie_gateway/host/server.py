@@ -39,6 +39,7 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import orjson
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -334,7 +335,7 @@ class HostServer:
             return refused.response
         step = await self.driver.canonical(body, self._caller(token, "http"))
         response = step.get("response")
-        return _json(_http_status(response), response)
+        return await self._deliver(request, step, _json(_http_status(response), response))
 
     # ------------------------------------------------------------------ MCP
     async def mcp_get(self, request: web.Request) -> web.StreamResponse:
@@ -369,7 +370,26 @@ class HostServer:
         response = step.get("response")
         if response is None:
             return web.Response(status=int(step.get("httpStatus") or 202))
-        return _json(int(step.get("httpStatus") or _http_status(response)), response)
+        return await self._deliver(
+            request, step, _json(int(step.get("httpStatus") or _http_status(response)), response)
+        )
+
+    async def _deliver(
+        self, request: web.Request, step: JsonObject, answer: web.Response
+    ) -> web.StreamResponse:
+        """Send a transaction's answer now; if the client is gone (connection closed before the answer,
+        or the write fails), tell the driver, so a mutated tab becomes RECONCILE_REQUIRED (ARCHITECTURE.md
+        host rules 1.1). An answer the kernel accepted counts as delivered: TCP cannot say more."""
+        transport = request.transport
+        if transport is not None and not transport.is_closing():
+            try:
+                await answer.prepare(request)
+                await answer.write_eof()
+                return answer
+            except (ConnectionError, aiohttp.ClientConnectionError):
+                pass
+        self.driver.undelivered(step)
+        return answer
 
     # ------------------------------------------------------------------ pairing
     async def pair(self, request: web.Request) -> web.StreamResponse:

@@ -1,0 +1,414 @@
+"""Chaos suite (issue 11; CONTRACT.md §4, §5 "Retirement is bounded", §7; ARCHITECTURE.md host rules 1.1).
+
+Every fault is provoked for real against the reference host and headless Chromium: a click handler that
+never returns (``spin.html``), one busy for 12 s (``busy12.html``), renderer processes killed mid-click and
+while idle, the browser process killed mid-click (and a relaunch that fails), a page that never finishes
+loading, a client that disconnects mid-mutation, and MCP ``notifications/cancelled``. Each test asserts the
+truthful envelope and that the host recovers within the bound the contract sets, and records the recovery
+time; the module prints (median, max) per fault at the end and writes them to
+``build/chaos-recovery.json``. ``KELPIE_CHAOS_RUNS`` (default 2) repeats each fault.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from host_testlib import ROOT, Host, start_host
+
+RUNS = int(os.environ.get("KELPIE_CHAOS_RUNS", "2"))
+GRACE_S = 5.0  # CONTRACT.md §5: no page holds a lane longer than timeoutMs + 5 s
+FIGURES: dict[str, list[float]] = {}
+
+
+def record(fault: str, seconds: float) -> None:
+    FIGURES.setdefault(fault, []).append(round(seconds, 3))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report() -> Iterator[None]:
+    yield
+    if not FIGURES:
+        return
+    summary = {
+        fault: {"runs": len(v), "median_s": round(statistics.median(v), 3), "max_s": max(v), "all_s": v}
+        for fault, v in FIGURES.items()
+    }
+    out = ROOT / "build" / "chaos-recovery.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=2) + "\n")
+    print("\nrecovery time per fault (median, max):")
+    for fault, s in summary.items():
+        print(f"  {fault:34s} median {s['median_s']:6.2f} s   max {s['max_s']:6.2f} s   ({s['runs']} runs)")
+
+
+# ---------------------------------------------------------------------------------------------- processes
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def chromium_processes(host: Host) -> tuple[list[int], list[int]]:
+    """(browser pids, renderer pids) among the host process's descendants."""
+    assert host.process._proc is not None
+    tree, stack, found = _children(), [host.process._proc.pid], []
+    while stack:
+        pid = stack.pop()
+        for child in tree.get(pid, []):
+            found.append(child)
+            stack.append(child)
+    browsers, renderers = [], []
+    for pid in found:
+        args = _cmdline(pid)
+        line = " ".join(args)  # zygote children rewrite their command line into one string
+        if not args or "chrom" not in args[0]:
+            continue
+        if "--type=renderer" in line:
+            renderers.append(pid)
+        elif "--type=" not in line:
+            browsers.append(pid)
+    return browsers, renderers
+
+
+def kill(pids: list[int]) -> None:
+    assert pids, "no process to kill"
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def unknown_outcome(env: dict[str, Any], code: str) -> None:
+    """The truthful envelope of a mutation whose outcome is unknown (CONTRACT.md §4, v1.1)."""
+    assert env["success"] is False, env
+    assert env["error"]["code"] == code, env
+    assert env["mayHaveCompleted"] is True, env
+    assert env["error"]["retryable"] is False, env
+
+
+def refused(env: dict[str, Any], code: str) -> None:
+    assert env["success"] is False and env["error"]["code"] == code, env
+    assert env["mayHaveCompleted"] is False, env
+
+
+def until(what: Callable[[], bool], limit_s: float, poll_s: float = 0.1) -> float:
+    """Poll ``what`` until it is true; returns when (monotonic). Fails after ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        if what():
+            return time.monotonic()
+        assert time.monotonic() < deadline, f"not recovered within {limit_s:.1f} s"
+        time.sleep(poll_s)
+
+
+def opens_a_tab(host: Host) -> bool:
+    """tabs.open works again (BUSY while the lane is still held); the tab is closed again."""
+    env = host.call("tabs.open", {})
+    if not env["success"]:
+        assert env["error"]["code"] == "BUSY" and env["error"]["retryable"] is True, env
+        return False
+    host.call("tabs.close", {"tabId": env["result"]["tabId"]})
+    return True
+
+
+def open_page(host: Host, page: str) -> tuple[str, dict[str, str]]:
+    """A new tab on a fixture page; returns (tabId, label -> ref of its snapshot)."""
+    env = host.call("tabs.open", {"url": host.site(page)})
+    assert env["success"], env
+    tab = env["result"]["tabId"]
+    snap = host.call("tab.snapshot", {"tabId": tab})
+    assert snap["success"], snap
+    return tab, {e["label"]: e["ref"] for e in snap["result"]["elements"]}
+
+
+def call_in_thread(host: Host, method: str, params: dict[str, Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        box["started"] = time.monotonic()
+        box["env"] = host.call(method, params)
+        box["answered"] = time.monotonic()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, box
+
+
+def kill_mid_click(host: Host, victims: Callable[[], list[int]]) -> tuple[str, dict[str, str], float]:
+    """Kill ``victims()`` while a 4 s click handler runs; the click must be answered at once as an unknown
+    outcome (RENDERER_FAILED), not at its 10 s deadline. Returns (tabId, refs, when killed)."""
+    tab, refs = open_page(host, "slow.html?busy=4000")
+    thread, box = call_in_thread(host, "tab.click", {"tabId": tab, "ref": refs["Slow increment"]})
+    time.sleep(0.8)
+    pids = victims()
+    killed = time.monotonic()
+    kill(pids)
+    thread.join(15)
+    unknown_outcome(box["env"], "RENDERER_FAILED")
+    assert box["answered"] - killed < 2.5, "the click waited for its deadline instead of the fault"
+    return tab, refs, killed
+
+
+def close_all_tabs(host: Host) -> None:
+    for tab in host.call("tabs.list")["result"]["tabs"][1:]:
+        host.call("tabs.close", {"tabId": tab["tabId"]})
+
+
+@pytest.fixture(scope="module")
+def host() -> Iterator[Host]:
+    process = start_host(["--approve-pairing", "auto"], "python")
+    try:
+        yield Host(process, process.pair("chaos"), "python")
+    finally:
+        process.stop()
+        if os.environ.get("KELPIE_HOST_LOG"):
+            print("\n".join(process.lines))
+
+
+# ---------------------------------------------------------------------------------------------- stuck scripts
+@pytest.mark.parametrize("run", range(RUNS))
+def test_infinite_loop_handler_is_stopped_and_the_host_recovers(host: Host, run: int) -> None:
+    timeout_ms = 3000
+    tab, refs = open_page(host, "spin.html")
+    started = time.monotonic()
+    env = host.call("tab.click", {"tabId": tab, "ref": refs["Spin"], "timeoutMs": timeout_ms})
+    answered = time.monotonic() - started
+    unknown_outcome(env, "TIMEOUT")
+    assert timeout_ms / 1000 <= answered < timeout_ms / 1000 + 2, answered
+    recovered = until(lambda: opens_a_tab(host), timeout_ms / 1000 + GRACE_S + 2) - started
+    assert recovered <= timeout_ms / 1000 + GRACE_S, f"lane held {recovered:.2f} s"
+    record("infinite-loop handler (3 s timeout)", recovered)
+    assert host.process.wait_for_line("(Runtime.terminateExecution)", 5), "the script was not stopped"
+    # The tab itself works again: the handler was stopped, not the tab closed.
+    snap = host.call("tab.snapshot", {"tabId": tab})
+    assert snap["success"] and "spinning" in snap["result"]["text"], snap
+    host.call("tabs.close", {"tabId": tab})
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+def test_twelve_second_handler_times_out_and_the_lane_frees_within_the_grace(host: Host, run: int) -> None:
+    tab, refs = open_page(host, "busy12.html")
+    started = time.monotonic()
+    env = host.call("tab.click", {"tabId": tab, "ref": refs["Work"]})  # default timeoutMs 10000
+    answered = time.monotonic() - started
+    unknown_outcome(env, "TIMEOUT")
+    assert 10 <= answered < 12, answered
+    # Meanwhile everything is BUSY (nothing dispatched), never a false answer.
+    busy = host.call("tabs.list")
+    assert busy["success"] or (busy["error"]["code"] == "BUSY" and busy["mayHaveCompleted"] is False)
+    recovered = until(lambda: opens_a_tab(host), 10 + GRACE_S + 2) - started
+    assert recovered <= 10 + GRACE_S, f"lane held {recovered:.2f} s"
+    record("12 s busy handler (10 s timeout)", recovered)
+    refused(host.call("tab.navigate", {"tabId": tab, "url": host.site("index.html")}), "RECONCILE_REQUIRED")
+    host.call("tabs.close", {"tabId": tab})
+
+
+# ---------------------------------------------------------------------------------------------- renderer crash
+@pytest.mark.parametrize("run", range(RUNS))
+def test_renderer_killed_mid_click_answers_at_once_and_the_tab_recovers(host: Host, run: int) -> None:
+    tab, _refs, killed = kill_mid_click(host, lambda: chromium_processes(host)[1])
+    recovered = until(lambda: opens_a_tab(host), GRACE_S) - killed
+    record("renderer killed mid-click", recovered)
+    _crashed_tab_reports_and_recovers(host, tab)
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+def test_renderer_killed_while_idle_is_reported_and_recovers(host: Host, run: int) -> None:
+    tab, _refs = open_page(host, "index.html")
+    _, renderers = chromium_processes(host)
+    killed = time.monotonic()
+    kill(renderers)
+    # The next read of that tab is refused at once (nothing ran), not held to its deadline.
+    snap = host.call("tab.snapshot", {"tabId": tab, "timeoutMs": 10000})
+    assert time.monotonic() - killed < 3
+    refused(snap, "RENDERER_FAILED")
+    recovered = until(lambda: opens_a_tab(host), GRACE_S) - killed
+    record("renderer killed while idle", recovered)
+    _crashed_tab_reports_and_recovers(host, tab)
+
+
+def _crashed_tab_reports_and_recovers(host: Host, tab: str) -> None:
+    listed = {t["tabId"]: t for t in host.call("tabs.list")["result"]["tabs"]}
+    assert listed[tab].get("crashed") is True, listed
+    refused(host.call("tab.snapshot", {"tabId": tab}), "RENDERER_FAILED")
+    nav = host.call("tab.navigate", {"tabId": tab, "url": host.site("index.html")})
+    assert nav["success"] and nav["result"]["tabId"] == tab, nav
+    snap = host.call("tab.snapshot", {"tabId": tab})
+    assert snap["success"] and snap["result"]["title"], snap
+    listed = {t["tabId"]: t for t in host.call("tabs.list")["result"]["tabs"]}
+    assert "crashed" not in listed[tab]
+    close_all_tabs(host)
+
+
+# ---------------------------------------------------------------------------------------------- slow loads
+class _Hanging(BaseHTTPRequestHandler):
+    """``/`` is a page whose image never arrives, so its load event never fires."""
+
+    def do_GET(self) -> None:
+        if self.path == "/":
+            body = b"<!doctype html><title>Never loads</title><h1>Loading forever</h1><img src='/hang'>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        time.sleep(60)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def hanging_site() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hanging)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+def test_a_page_that_never_finishes_loading(host: Host, hanging_site: str, run: int) -> None:
+    timeout_ms = 3000
+    tab, _ = open_page(host, "index.html")
+    started = time.monotonic()
+    env = host.call("tab.navigate", {"tabId": tab, "url": hanging_site, "timeoutMs": timeout_ms})
+    unknown_outcome(env, "TIMEOUT")
+    recovered = until(lambda: opens_a_tab(host), timeout_ms / 1000 + GRACE_S + 2) - started
+    assert recovered <= timeout_ms / 1000 + GRACE_S, f"lane held {recovered:.2f} s"
+    record("page that never finishes loading (3 s)", recovered)
+    snap = host.call("tab.snapshot", {"tabId": tab})  # the document is there, only its load never fired
+    assert snap["success"] and "Loading forever" in snap["result"]["text"], snap
+    host.call("tabs.close", {"tabId": tab})
+
+
+# ---------------------------------------------------------------------------------------------- clients
+@pytest.mark.parametrize("run", range(RUNS))
+def test_client_disconnect_mid_mutation_leaves_the_tab_reconcile_required(host: Host, run: int) -> None:
+    tab, refs = open_page(host, "slow.html?busy=2000")
+    body = json.dumps({"version": 1, "id": 1, "method": "tab.click",
+                       "params": {"tabId": tab, "ref": refs["Slow increment"]}}).encode()
+    sock = socket.create_connection(("127.0.0.1", host.port))
+    sock.sendall(
+        b"POST /v1/browser-control HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        % (host.port, host.token.encode(), len(body), body)
+    )
+    time.sleep(0.5)
+    sock.close()  # the client is gone before the click's answer exists
+    gone = time.monotonic()
+    line = host.process.wait_for_line(f"tab {tab} needs a reconcile", 10)
+    assert line is not None, "the host did not notice the undelivered answer"
+    # The click happened, but nobody learnt it: the next mutation on that tab must observe first.
+    refused(host.call("tab.navigate", {"tabId": tab, "url": host.site("index.html")}), "RECONCILE_REQUIRED")
+    record("client disconnect mid-mutation", time.monotonic() - gone)
+    snap = host.call("tab.snapshot", {"tabId": tab})
+    assert snap["success"] and "Slow effect count: 1" in snap["result"]["text"], snap
+    assert host.call("tab.navigate", {"tabId": tab, "url": host.site("index.html")})["success"]
+    host.call("tabs.close", {"tabId": tab})
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+def test_mcp_notifications_cancelled_answers_the_call_at_once(host: Host, run: int) -> None:
+    tab, refs = open_page(host, "slow.html?busy=3000")
+    rid = f"chaos-{run}"
+    call = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "kelpie_browser_control",
+                       "arguments": {"method": "tab.click", "params": {"tabId": tab, "ref": refs["Slow increment"]}}}}
+    box: dict[str, Any] = {}
+
+    def run_call() -> None:
+        box["status"], box["rpc"] = host.post("/mcp", call)
+        box["answered"] = time.monotonic()
+
+    thread = threading.Thread(target=run_call, daemon=True)
+    thread.start()
+    time.sleep(0.8)
+    cancelled = time.monotonic()
+    status, body = host.post("/mcp", {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                      "params": {"requestId": rid, "reason": "user pressed stop"}})
+    assert status == 202 and body is None
+    thread.join(15)
+    assert box["answered"] - cancelled < 1.5, "the cancelled call was not answered at once"
+    assert box["status"] == 200 and box["rpc"]["id"] == rid
+    result = box["rpc"]["result"]
+    assert result["isError"] is True
+    unknown_outcome(result["structuredContent"], "CANCELLED")
+    recovered = until(lambda: opens_a_tab(host), 3 + GRACE_S) - cancelled
+    record("MCP notifications/cancelled", recovered)
+    refused(host.call("tab.navigate", {"tabId": tab, "url": host.site("index.html")}), "RECONCILE_REQUIRED")
+    host.call("tabs.close", {"tabId": tab})
+
+
+# ---------------------------------------------------------------------------------------------- browser exit
+@pytest.mark.parametrize("run", range(RUNS))
+def test_browser_killed_mid_click_relaunches_on_the_next_request(host: Host, run: int) -> None:
+    before = {t["tabId"] for t in host.call("tabs.list")["result"]["tabs"]}
+    relaunches = sum("browser relaunched" in line for line in host.process.lines)
+    tab, refs, killed = kill_mid_click(host, lambda: chromium_processes(host)[0])
+    recovered = until(lambda: opens_a_tab(host), 30) - killed  # includes launching Chromium again
+    record("browser killed mid-click", recovered)
+    after = {t["tabId"] for t in host.call("tabs.list")["result"]["tabs"]}
+    assert after and not after & before, (before, after)  # new tabs, never an old id
+    stale = host.call("tab.click", {"tabId": tab, "ref": refs["Slow increment"]})  # an old tab's ref
+    assert stale["error"]["code"] in ("REFS_INVALIDATED", "STALE_SNAPSHOT"), stale
+    assert stale["mayHaveCompleted"] is False
+    refused(host.call("tab.snapshot", {"tabId": tab}), "TAB_NOT_FOUND")
+    assert sum("browser relaunched" in line for line in host.process.lines) == relaunches + 1
+
+
+def test_browser_that_cannot_be_relaunched_is_unavailable_not_unknown(tmp_path: Path) -> None:
+    wrapper = tmp_path / "chromium"
+    wrapper.write_text("#!/bin/sh\nexec /usr/bin/chromium \"$@\"\n")
+    wrapper.chmod(0o755)
+    process = start_host(["--approve-pairing", "auto", "--browser-executable", str(wrapper)], "python")
+    try:
+        host = Host(process, process.pair("chaos"), "python")
+        assert host.call("tabs.list")["success"]
+        wrapper.write_text("#!/bin/sh\nexit 1\n")  # Chromium can no longer start
+        browsers, _ = chromium_processes(host)
+        kill(browsers)
+        time.sleep(1)
+        env = host.call("tabs.open", {})
+        refused(env, "BROWSER_UNAVAILABLE")
+        refused(host.call("tabs.list"), "BROWSER_UNAVAILABLE")
+        assert host.call("capabilities")["success"]
+        wrapper.write_text("#!/bin/sh\nexec /usr/bin/chromium \"$@\"\n")  # fixed: the next request relaunches
+        assert host.call("tabs.open", {})["success"]
+    finally:
+        process.stop()
