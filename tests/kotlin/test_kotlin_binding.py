@@ -39,6 +39,8 @@ KOTLIN_TESTS = [
     "embedded_nul_and_lone_surrogates_in_input",
     "utf8_round_trip_through_the_gateway",
     "mcp_initialize_notification_and_errors",
+    "overdue_retirement_is_visible_through_next_then_retire",
+    "undelivered_mutation_requires_a_reconcile",
     "driver_runs_a_transaction_to_completion",
     "driver_policy_denies",
     "driver_timeout_cancels_and_late_result_retires",

@@ -121,6 +121,10 @@ KELPIE_GATEWAY_API char *kelpie_browser_gateway_begin(KelpieBrowserGatewayRef gw
  * error answering a stateless (2026-07-28) request carries the HTTP status the revision asks for
  * ("httpStatus":404 for -32601, 400 for the others); a host serving /mcp over HTTP sends it, and checks the
  * MCP-Protocol-Version / Mcp-Method / Mcp-Name headers against the body first (docs/mcp.md).
+ * notifications/cancelled {"requestId":R} cancels (reason "cancelled") the one in-flight
+ * tools/call whose id is R; its complete step then rides in the 202 step as "cancelled":{...}: answer the
+ * caller still waiting on that tools/call with it (stop waiting for its dispatch; the late renderer
+ * callback is still passed to _advance and retires).
  */
 KELPIE_GATEWAY_API char *kelpie_browser_gateway_begin_mcp(KelpieBrowserGatewayRef gw, const char *jsonrpc_json);
 
@@ -129,6 +133,14 @@ KELPIE_GATEWAY_API char *kelpie_browser_gateway_begin_mcp(KelpieBrowserGatewayRe
  *   transaction_or_null  the transaction identifier exactly as it appears in a step's "transaction" value
  *                        (the string itself, no JSON quotes), or NULL for the direct lane.
  * Returns the pending step, {"step":"idle"} when nothing is pending, or a rejected step (caller frees).
+ * A pending dispatch whose timeoutMs has passed carries "overdue":true: call _cancel.
+ * Bounded retirement (CONTRACT.md §5, v1.1): while a cancelled dispatch's callback is still out, "idle"
+ * carries "awaitingRetirement":{"transaction":T,"seq":n,"method":<native endpoint>,"tabId":<tab or null>}
+ * and, once timeoutMs + the config's retirementGraceMs (default and maximum 5000) have passed,
+ * "overdue":true inside it. The host must then end that stuck work (stop the page's script, e.g. CDP
+ * Runtime.terminateExecution, else close or crash that tab's renderer) and report
+ * {"transaction":T,"retire":"renderer-closed"} to _advance; until then the lane answers BUSY. Poll _next
+ * for each transaction you cancelled (it costs well under a microsecond of C time plus the engine call).
  */
 KELPIE_GATEWAY_API char *kelpie_browser_gateway_next(KelpieBrowserGatewayRef gw, const char *transaction_or_null);
 
@@ -137,6 +149,11 @@ KELPIE_GATEWAY_API char *kelpie_browser_gateway_next(KelpieBrowserGatewayRef gw,
  * Returns the next step (dispatch, complete), {"step":"retired"} for a late result after a cancel, or
  * {"step":"rejected","error":{"code":"STALE_STEP"|"INVALID_REQUEST",...}} which changed nothing
  * (late, duplicated, forged seq; NULL or malformed input; invalid handle). Caller frees.
+ * A renderer crash or browser exit: _cancel every dispatch pending on it with reason "renderer-closed"
+ * (answers at once) and retire every cancelled one still awaiting retirement the same way.
+ * Undelivered response (v1.1): {"transaction":T,"undelivered":true} says the caller never received T's
+ * complete step (it disconnected). If T dispatched a mutation, that tab becomes RECONCILE_REQUIRED for
+ * the next caller. Returns {"step":"noted","transaction":T,"reconcileRequired":<tab or null>}.
  */
 KELPIE_GATEWAY_API char *kelpie_browser_gateway_advance(KelpieBrowserGatewayRef gw, const char *result_json);
 

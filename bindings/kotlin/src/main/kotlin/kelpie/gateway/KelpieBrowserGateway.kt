@@ -82,6 +82,13 @@ class KelpieBrowserGateway private constructor(private val handle: Pointer) : Cl
     fun retire(transaction: String): Step =
         advance("""{"transaction":${Json.quote(transaction)},"retire":"renderer-closed"}""")
 
+    /**
+     * The caller never received [transaction]'s complete step (it disconnected): `{"transaction":T,
+     * "undelivered":true}`. A dispatched mutation's tab becomes RECONCILE_REQUIRED (CONTRACT.md §4, v1.1).
+     */
+    fun undelivered(transaction: String): Step =
+        advance("""{"transaction":${Json.quote(transaction)},"undelivered":true}""")
+
     /** Cancel: the full `{"transaction","reason"}` text (mandatory on renderer timeout or cancellation). */
     fun cancel(cancelJson: String): Step = call { n -> n.kelpie_browser_gateway_cancel(handle, c(cancelJson)) }
 

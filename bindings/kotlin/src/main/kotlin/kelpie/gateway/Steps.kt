@@ -108,8 +108,29 @@ sealed class Step {
         val seq: Long?
     ) : Step()
 
-    /** `{"step":"idle"}` from next: nothing pending on that lane. */
-    data class Idle(override val raw: String, override val json: JsonObject) : Step()
+    /**
+     * `{"step":"idle"}` from next: nothing pending on that lane. While a cancelled dispatch's callback is
+     * still out, [awaitingRetirement] is `{transaction, seq, method, tabId}`; once [overdue] (its timeoutMs +
+     * the config's retirementGraceMs have passed, CONTRACT.md §5 v1.1) the host must end the stuck work in
+     * [stuckTab] (stop the page's script, else close/crash that renderer) and call
+     * [KelpieBrowserGateway.retire].
+     */
+    data class Idle(override val raw: String, override val json: JsonObject) : Step() {
+        val awaitingRetirement: JsonObject? get() = json.obj("awaitingRetirement")
+        val overdue: Boolean get() = awaitingRetirement?.boolean("overdue") == true
+        val stuckTab: String? get() = awaitingRetirement?.string("tabId")
+    }
+
+    /**
+     * `{"step":"noted"}`: answer to [KelpieBrowserGateway.undelivered]. [reconcileRequired] is the tab that
+     * now needs an observation before its next mutation (null: nothing to reconcile).
+     */
+    data class Noted(
+        override val raw: String,
+        override val json: JsonObject,
+        val transaction: String?,
+        val reconcileRequired: String?
+    ) : Step()
 
     /** A step kind this binding does not know (a newer library); [raw] has everything. */
     data class Unknown(override val raw: String, override val json: JsonObject) : Step()
@@ -166,6 +187,7 @@ sealed class Step {
             }
             "retired" -> Retired(raw, o, o.string("transaction"), o.long("seq"))
             "idle" -> Idle(raw, o)
+            "noted" -> Noted(raw, o, o.string("transaction"), o.string("reconcileRequired"))
             else -> Unknown(raw, o)
         }
 

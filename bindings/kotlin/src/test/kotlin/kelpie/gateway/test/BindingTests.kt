@@ -269,6 +269,35 @@ fun defineTests() {
             expectStep<Step.Authorize>(gw.begin(TABS_LIST), "lane free after retire")
         }
     }
+    test("overdue_retirement_is_visible_through_next_then_retire") {
+        withGateway("""{"nativeMethods":["get-tabs","navigate"],"retirementGraceMs":0}""") { gw ->
+            val a = expectStep<Step.Authorize>(gw.begin(navigate(1)), "begin")
+            val d = expectStep<Step.Dispatch>(gw.advance(a.admit()), "admit")
+            val c = expectStep<Step.Complete>(gw.cancel(d.transaction, CancelReason.TIMEOUT), "cancel")
+            eq(true, c.mayHaveCompleted, "unknown outcome")
+            eq(false, c.response.asObject?.obj("error")?.boolean("retryable"), "an unknown outcome is never retryable")
+            Thread.sleep(20) // timeoutMs 1 + grace 0 have passed
+            val idle = expectStep<Step.Idle>(gw.next(d.transaction), "next")
+            eq(true, idle.overdue, "overdue")
+            eq("tab-1", idle.stuckTab, "the stuck dispatch's tab")
+            eq("navigate", idle.awaitingRetirement?.string("method"), "the stuck endpoint")
+            eq("BUSY", (gw.begin(TABS_LIST) as Step.Complete).errorCode, "lane held until retired")
+            expectStep<Step.Retired>(gw.retire(d.transaction), "retire")
+            expectStep<Step.Authorize>(gw.begin(TABS_LIST), "lane free after retire")
+        }
+    }
+    test("undelivered_mutation_requires_a_reconcile") {
+        withGateway(NAV_CONFIG) { gw ->
+            val a = expectStep<Step.Authorize>(gw.begin(navigate(1000)), "begin")
+            val d = expectStep<Step.Dispatch>(gw.advance(a.admit()), "admit")
+            val ok = """{"success":true,"tabId":"tab-1","generation":2,"url":"https://example.test/"}"""
+            eq(true, expectStep<Step.Complete>(gw.advance(d.resultFor(ok)), "navigated").success, "navigated")
+            val noted = expectStep<Step.Noted>(gw.undelivered(d.transaction), "undelivered")
+            eq("tab-1", noted.reconcileRequired, "tab to reconcile")
+            val again = expectStep<Step.Complete>(gw.begin(navigate(1000)), "next mutation")
+            eq("RECONCILE_REQUIRED", again.errorCode, "refused until observed")
+        }
+    }
     test("closed_gateway_refuses_as_values") {
         val gw = KelpieBrowserGateway.create(TABS_CONFIG)
         gw.close()
