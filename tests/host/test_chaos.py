@@ -201,6 +201,19 @@ def host() -> Iterator[Host]:
 # ---------------------------------------------------------------------------------------------- stuck scripts
 @pytest.mark.parametrize("run", range(RUNS))
 def test_infinite_loop_handler_is_stopped_and_the_host_recovers(host: Host, run: int) -> None:
+    stuck_script_recovers(host, "infinite-loop handler (3 s timeout)")
+
+
+def test_infinite_loop_handler_through_the_c_abi() -> None:
+    """The same, with the overdue signal read through the C library's ``next`` (``--via-abi``)."""
+    process = start_host(["--approve-pairing", "auto"], "abi")
+    try:
+        stuck_script_recovers(Host(process, process.pair("chaos"), "abi"), "infinite-loop handler, C ABI")
+    finally:
+        process.stop()
+
+
+def stuck_script_recovers(host: Host, fault: str) -> None:
     timeout_ms = 3000
     tab, refs = open_page(host, "spin.html")
     started = time.monotonic()
@@ -210,7 +223,7 @@ def test_infinite_loop_handler_is_stopped_and_the_host_recovers(host: Host, run:
     assert timeout_ms / 1000 <= answered < timeout_ms / 1000 + 2, answered
     recovered = until(lambda: opens_a_tab(host), timeout_ms / 1000 + GRACE_S + 2) - started
     assert recovered <= timeout_ms / 1000 + GRACE_S, f"lane held {recovered:.2f} s"
-    record("infinite-loop handler (3 s timeout)", recovered)
+    record(fault, recovered)
     assert host.process.wait_for_line("(Runtime.terminateExecution)", 5), "the script was not stopped"
     # The tab itself works again: the handler was stopped, not the tab closed.
     snap = host.call("tab.snapshot", {"tabId": tab})
