@@ -73,8 +73,16 @@ ERROR_CODES: Final[dict[str, tuple[bool, str]]] = {
         "or transformed it); observe before acting (v1.1).",
     ),
     "OPTION_UNSUPPORTED": (False, "The option value is not supported by this host (e.g. fullPage:true)."),
-    "TIMEOUT": (True, "The renderer did not answer within timeoutMs."),
-    "CANCELLED": (True, "The host cancelled the transaction."),
+    "TIMEOUT": (
+        True,
+        "The renderer did not answer within timeoutMs. Retryable only for a read: a mutation's outcome is "
+        "unknown (mayHaveCompleted:true, never retryable).",
+    ),
+    "CANCELLED": (
+        True,
+        "The host (or the MCP client) cancelled the transaction. Retryable only if nothing was dispatched or "
+        "it was read-only.",
+    ),
     "RENDERER_CHANGED": (
         True,
         "The renderer or tab changed while a read was in flight; its result was discarded.",
