@@ -25,8 +25,9 @@ never raises: it returns the native result ``{"success": true, ...}`` or
   (reported by ``get-tabs``; evaluate and screenshot refuse it with nothing run) and tells the listener
   registered with :meth:`ChromiumRenderer.on_gone` at once; ``navigate`` recovers the tab in a fresh page
   under the same tab id (generation bumped), ``close-tab`` closes it. If Chromium exits, the listener
-  hears ``None`` and the next call relaunches it (new tabs, every ref invalidated, one log line), or
-  answers ``BROWSER_UNAVAILABLE`` with ``mayHaveCompleted:false`` when it cannot. :meth:`stop_script`
+  hears ``None``; the relaunch starts at once and the next call waits for it (new tabs, every ref
+  invalidated, one log line), or answers ``BROWSER_UNAVAILABLE`` with ``mayHaveCompleted:false`` when
+  Chromium cannot be started (each later call tries again). :meth:`stop_script`
   (CDP ``Runtime.terminateExecution``) and :meth:`close_target` end a script that never yields.
 """
 
@@ -182,13 +183,14 @@ class ChromiumRenderer:
         self._by_page: dict[int, Tab] = {}
         self._next_id = 1
         self._selected: str | None = None
-        self._background: set[asyncio.Future[None]] = set()
+        self._background: set[asyncio.Future[Any]] = set()
         self._first_url: str | None = None
         self._gone: list[Gone] = []
         self._browser_lost = False
         self._closing = False
         self._replacing = 0
         self._relaunch_lock = asyncio.Lock()
+        self._relaunch_failed: tuple[float, str] | None = None  # (loop time, why) of the last failed launch
         self._handlers: dict[str, Callable[[Mapping[str, Any]], Awaitable[JsonObject]]] = {
             "get-tabs": self._get_tabs,
             "switch-tab": self._switch_tab,
@@ -294,7 +296,7 @@ class ChromiumRenderer:
         if self._closing or browser is not self._browser:
             return
         self._browser_lost = True
-        self.log("browser exited: pending work retired; the next request relaunches it")
+        self.log("browser exited: pending work retired; relaunching it (the next request waits for it)")
         tabs = list(self._tabs.values())
         self._tabs.clear()
         self._by_page.clear()
@@ -303,12 +305,22 @@ class ChromiumRenderer:
             self._clear_dialog(tab)
             self.on_invalidate(tab.tab_id)
         self._tell_gone(None)
+        # Start at once so the next request finds a browser; if this fails, the next request tries again.
+        task = asyncio.ensure_future(self._relaunch(eager=True))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
-    async def _relaunch(self) -> JsonObject | None:
-        """After a browser exit: launch Chromium again (None), or a BROWSER_UNAVAILABLE result."""
+    async def _relaunch(self, *, eager: bool = False) -> JsonObject | None:
+        """After a browser exit: launch Chromium again (None), or a BROWSER_UNAVAILABLE result. A request
+        arriving within :data:`RELAUNCH_BACKOFF_S` of a failed attempt is answered at once, not made to
+        wait for another launch that would fail the same way; later requests try again."""
+        loop = asyncio.get_running_loop()
         async with self._relaunch_lock:
             if not self._browser_lost:
                 return None
+            failed = self._relaunch_failed
+            if not eager and failed is not None and loop.time() - failed[0] < RELAUNCH_BACKOFF_S:
+                return _unavailable(failed[1])
             old = self._browser
             try:
                 if old is not None:
@@ -316,20 +328,22 @@ class ChromiumRenderer:
                         await old.close()
                 try:
                     await self._launch()
-                except Exception:  # the Playwright driver may have gone with the browser: once more
+                except PlaywrightError as exc:
+                    if "closed" not in str(exc).lower():
+                        raise
+                    # The Playwright driver went with the browser: start a new one, once.
                     with contextlib.suppress(Exception):
                         if self._pw is not None:
                             await self._pw.stop()
                     self._pw = await async_playwright().start()
                     await self._launch()
             except Exception as exc:
-                self.log(f"browser relaunch failed: {type(exc).__name__}: {_short(exc)}")
-                return fail(
-                    "BROWSER_UNAVAILABLE",
-                    f"the browser exited and could not be relaunched ({_short(exc, 200)}); nothing was run",
-                    mayHaveCompleted=False,
-                )
+                why = f"{type(exc).__name__}: {_short(exc, 200)}"
+                self._relaunch_failed = (loop.time(), why)
+                self.log(f"browser relaunch failed: {why}")
+                return _unavailable(why)
             self._browser_lost = False
+            self._relaunch_failed = None
             self.log(
                 f"browser relaunched: {self.description}; new tabs {', '.join(self._tabs)}, refs invalidated"
             )
@@ -709,6 +723,18 @@ class ChromiumRenderer:
 
     async def _dialog_dismiss(self, params: Mapping[str, Any]) -> JsonObject:
         return await self._dialog_close(params, False)
+
+
+RELAUNCH_BACKOFF_S = 5.0
+"""After a failed relaunch, requests within this many seconds get BROWSER_UNAVAILABLE at once."""
+
+
+def _unavailable(why: str) -> JsonObject:
+    return fail(
+        "BROWSER_UNAVAILABLE",
+        f"the browser exited and could not be relaunched ({why}); nothing was run",
+        mayHaveCompleted=False,
+    )
 
 
 def _timeout(params: Mapping[str, Any]) -> float:
