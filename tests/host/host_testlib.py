@@ -14,6 +14,8 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +117,20 @@ class RecordingSite:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+@contextmanager
+def no_browser_host(state: Path, client: str) -> Iterator[Host]:
+    """A host with ``--browser none`` (transport rules need no renderer), its admin socket in ``state``,
+    paired automatically as ``client``; stopped on exit."""
+    process = HostProcess(["--browser", "none", "--approve-pairing", "auto"],
+                          env={"KELPIE_GATEWAY_STATE_DIR": str(state)})
+    process.start()
+    try:
+        host = Host(process, "", "python")
+        status, body = host.post("/v1/pair", {"client": client}, token="")
+        assert status == 200, (status, body)
+        host.token = str(body["token"])
+        yield host
+    finally:
+        process.stop()

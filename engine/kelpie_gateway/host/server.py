@@ -18,19 +18,32 @@ Status rules, in the order they are checked:
 2. Missing or unknown ``Authorization: Bearer`` -> 401 (every route but ``POST /v1/pair``).
 3. Any ``Origin`` header, including ``null`` -> 403 (on every route; browsers' pages never talk to the host).
 4. ``Content-Type`` not ``application/json`` -> 415.
-5. Body over 4 MiB (``Content-Length`` or counted while streaming) -> 413, not read past the cap.
+5. Body over 4 MiB (``Content-Length`` or counted while streaming) -> 413, never parsed or kept.
 6. ``/mcp`` only: the engine's header rules (``kelpie_gateway.mcp_http_refusal``, CONTRACT.md §7 v1.1):
    an ``MCP-Protocol-Version`` not spoken -> 400 ``-32022``; a stateless (2026-07-28) request whose
    ``_meta`` envelope is missing -> 400 ``-32602``, whose ``MCP-Protocol-Version``/``Mcp-Method``/
    ``Mcp-Name`` headers disagree with the body -> 400 ``-32020``.
 7. Malformed JSON -> 400 (canonical: the ``INVALID_JSON`` envelope; ``/mcp``: JSON-RPC -32700). A JSON-RPC
    error answering a stateless request carries the status the engine puts on its step (400, or 404 for
-   ``-32601``).
+   ``-32601``); any other JSON-RPC ``-32600`` (a batch, a message that is not a JSON-RPC request) -> 400.
+
+Connection rules (ARCHITECTURE.md, "Host rules added in revision 1.1"; docs/host.md states the bounds):
+
+* A refusal sent while the client is still uploading (413, and 401/403/415/400 before the body was read)
+  is followed by a **bounded lingering close** (RFC 9112 §9.6): the answer is written with
+  ``Connection: close``, then at most :data:`LINGER_MAX_BYTES` more are read and discarded for at most
+  :data:`LINGER_MAX_S` seconds, then the connection closes. Without it the kernel resets a connection
+  closed with unread data, and the reset destroys the answer before most clients read it.
+* ``Expect: 100-continue`` gets the interim 100 only when the checks before the body admit the request;
+  otherwise the final refusal comes at once and the client need not upload the body at all.
+* A client that half-closes its side (``shutdown(SHUT_WR)``) after a complete request is still answered;
+  the connection closes after the answer. A body cut short by the half-close is a 400.
 """
 
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import os
 import sys
@@ -41,7 +54,7 @@ from typing import Any
 
 import aiohttp
 import orjson
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
@@ -58,6 +71,10 @@ MAX_BODY = 4 * 1024 * 1024
 BODY_READ_TIMEOUT_S = float(os.environ.get("KELPIE_GATEWAY_BODY_TIMEOUT_S", "30"))
 """A request body must arrive within this many seconds (408 otherwise): a stalled or broken body never
 holds a connection and its handler forever."""
+LINGER_MAX_BYTES = 16 * 1024 * 1024
+"""After a refusal that leaves a body unread, at most this many further bytes are read and discarded."""
+LINGER_MAX_S = 5.0
+"""... for at most this many seconds after the refusal was written; then the connection is closed."""
 LOOPBACK_BINDS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -87,9 +104,25 @@ def _rpc_error(code: int, message: str) -> JsonObject:
 
 
 class _QuietRequestHandler(RequestHandler):
-    """aiohttp's protocol handler, except that a malformed request is answered ``<status> <phrase>`` and
-    logged as one line without details: aiohttp's parser messages (and tracebacks) quote the offending
-    header line, which can hold a bearer token (ARCHITECTURE.md: tokens are never logged or echoed)."""
+    """aiohttp's protocol handler with two changes.
+
+    * A malformed request is answered ``<status> <phrase>`` and logged as one line without details:
+      aiohttp's parser messages (and tracebacks) quote the offending header line, which can hold a bearer
+      token (ARCHITECTURE.md: tokens are never logged or echoed).
+    * A client that half-closes its side (``shutdown(SHUT_WR)``) after sending a request still gets its
+      answer: aiohttp's default closes the whole connection on end-of-file, which drops every request not yet
+      answered. Here the transport stays open for writing, the requests already received are answered, and
+      the connection closes after the last of them. A body the client did not finish before closing its
+      side fails to read (the route answers 400) instead of waiting for bytes that cannot come.
+    """
+
+    _peer_closed = False
+    _last_payload: Any = None
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._messages:
+            self._last_payload = self._messages[-1][1]
 
     def handle_error(
         self,
@@ -105,6 +138,31 @@ class _QuietRequestHandler(RequestHandler):
         response.force_close()
         return response
 
+    def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio.Protocol's own signature
+        # When end-of-file arrives, this connection's loop is either waiting for a request (idle: nothing
+        # to answer), or handling one (possibly in a task that has not started yet), or not started.
+        waiting = self._waiter is not None
+        if not self._messages and (waiting or self._request_count == 0):
+            return None  # nothing to answer: let asyncio close the connection
+        self._peer_closed = True
+        payloads = [payload for _, payload in self._messages]
+        if self._last_payload is not None:  # the latest request's body, even if its handler has not started
+            payloads.append(self._last_payload)
+        for payload in payloads:
+            if not payload.is_eof():
+                payload.set_exception(
+                    ConnectionResetError("the client closed its side before the body ended")
+                )
+        return True  # keep the transport open to write the answers
+
+    async def finish_response(
+        self, request: BaseRequest, resp: StreamResponse, start_time: float | None
+    ) -> tuple[StreamResponse, bool]:
+        done = await super().finish_response(request, resp, start_time)
+        if self._peer_closed and not self._messages:
+            self.close()  # the last request this client can send was answered
+        return done
+
 
 def _ERROR_LOG(line: str) -> None:  # replaced by set_error_log once the host's log exists
     print(line, file=sys.stderr, flush=True)
@@ -117,8 +175,9 @@ def set_error_log(log: Callable[[str], None]) -> None:
 
 
 class QuietAppRunner(web.AppRunner):
-    """An ``AppRunner`` whose connections use :class:`_QuietRequestHandler` and never linger: after a
-    refusal (413) nothing more of the body is read, the connection is closed (``lingering_time=0``)."""
+    """An ``AppRunner`` whose connections use :class:`_QuietRequestHandler`. aiohttp's own lingering is
+    off (``lingering_time=0``): it bounds only time, so the routes linger themselves, bounded in bytes and
+    time (:func:`_linger`), and only after refusals."""
 
     def __init__(self, app: web.Application, **kwargs: Any) -> None:
         super().__init__(app, access_log=None, lingering_time=0, **kwargs)
@@ -150,11 +209,14 @@ def _bad_body(template: JsonObject, message: str) -> JsonObject:
 
 
 def _http_status(response: Any) -> int:
-    """400 for a body that is not JSON (the engine's own verdict: ``INVALID_JSON`` or JSON-RPC -32700, so
-    the body is parsed once), else 200: refusals and unknown outcomes travel in the envelope."""
+    """The HTTP status of a gateway answer, from the engine's own verdict (the body is parsed once):
+    400 for a body that is not JSON (``INVALID_JSON``, JSON-RPC -32700) and, on ``/mcp``, for a message that
+    is not an acceptable JSON-RPC request (-32600: a batch, a non-object, a bad ``jsonrpc``/``method``/``id``;
+    ARCHITECTURE.md v1.1, MCP Streamable HTTP); else 200: refusals and unknown outcomes travel in the
+    envelope."""
     if isinstance(response, dict):
         error = response.get("error")
-        if isinstance(error, dict) and error.get("code") in ("INVALID_JSON", -32700):
+        if isinstance(error, dict) and error.get("code") in ("INVALID_JSON", -32700, -32600):
             return 400
     return 200
 
@@ -188,9 +250,42 @@ def _pair_refusal(code: str, message: str) -> JsonObject:
 
 
 class _Refused(Exception):
-    def __init__(self, response: web.Response) -> None:
+    """A transport refusal. ``linger``: the body may still be arriving and is healthy (413, or a refusal
+    before reading it), so the answer is followed by a bounded lingering close; a stalled or broken body
+    (408, 400) is not drained."""
+
+    def __init__(self, response: web.Response, *, linger: bool = True) -> None:
         super().__init__(response.status)
         self.response = response
+        self.linger = linger
+
+
+async def _refuse(request: web.Request, refused: _Refused) -> web.StreamResponse:
+    """Send a refusal; if the client may still be uploading, linger (bounded) before the close."""
+    if refused.linger and not request.content.is_eof():
+        return await _linger(request, refused.response)
+    return refused.response
+
+
+async def _linger(request: web.Request, response: web.Response) -> web.StreamResponse:
+    """Lingering close (RFC 9112 §9.6), bounded: write ``response`` with ``Connection: close``, then read
+    and discard the rest of the body — at most :data:`LINGER_MAX_BYTES` bytes, for at most
+    :data:`LINGER_MAX_S` seconds — so the client's upload ends (or is cut) after it could read the answer.
+    The connection closes when the handler returns (aiohttp closes a connection whose body is unread)."""
+    response.force_close()
+    await response.prepare(request)
+    await response.write_eof()
+    discarded = 0
+    try:
+        async with asyncio.timeout(LINGER_MAX_S):
+            while discarded <= LINGER_MAX_BYTES:
+                chunk = await request.content.readany()
+                if not chunk:
+                    break
+                discarded += len(chunk)
+    except Exception:  # timed out, reset or a broken body: stop discarding and close
+        pass
+    return response
 
 
 class HostServer:
@@ -226,13 +321,35 @@ class HostServer:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY)
-        app.router.add_post("/v1/browser-control", self.canonical)
-        app.router.add_post("/mcp", self.mcp)
+        app.router.add_post("/v1/browser-control", self.canonical, expect_handler=self._expect)
+        app.router.add_post("/mcp", self.mcp, expect_handler=self._expect)
         app.router.add_get("/mcp", self.mcp_get)
         app.router.add_delete("/mcp", self.mcp_get)
-        app.router.add_post("/v1/pair", self.pair)
+        app.router.add_post("/v1/pair", self.pair, expect_handler=self._expect)
         app.router.add_delete("/v1/pair", self.unpair)
         return app
+
+    async def _expect(self, request: web.Request) -> web.StreamResponse | None:
+        """``Expect: 100-continue`` (RFC 9110 §10.1.1): the interim ``100 Continue`` goes only to a request
+        that the checks before the body admit (Host, bearer, Origin, Content-Type, a ``Content-Length``
+        within the cap). Any other request gets no 100; its route then answers the refusal at once, so the
+        client need not upload a body that would be refused. Other expectations: 417."""
+        if request.version != HttpVersion11:
+            return None
+        if request.headers.get("Expect", "").lower() != "100-continue":
+            return _json(
+                417, {"error": {"code": "INVALID_REQUEST", "message": "only 100-continue is supported"}}
+            )
+        try:
+            self._admit(request, _pair_refusal, bearer=request.path != "/v1/pair")
+            self._check_type(request, _pair_refusal)
+        except _Refused:
+            return None
+        length = request.content_length
+        if length is None or length <= MAX_BODY:
+            await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            request.writer.output_size = 0  # the interim answer is not part of the response
+        return None
 
     # ------------------------------------------------------------------ shared checks
     def _check_host(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
@@ -285,9 +402,7 @@ class HostServer:
 
     async def _read(self, request: web.Request, too_large: JsonObject) -> bytes:
         def refuse() -> _Refused:
-            response = _json(413, too_large)
-            response.force_close()
-            return _Refused(response)
+            return _Refused(_json(413, too_large))
 
         length = request.content_length
         if length is not None and length > MAX_BODY:
@@ -305,13 +420,13 @@ class HostServer:
                     _bad_body(too_large, f"the request body did not arrive within {BODY_READ_TIMEOUT_S:g} s"),
                 )
                 response.force_close()
-                raise _Refused(response) from None
+                raise _Refused(response, linger=False) from None
             except Exception as exc:  # any failure to read the body (bad gzip, bad chunk…) is a bad body
                 response = _json(
                     400, _bad_body(too_large, f"the request body could not be read ({type(exc).__name__})")
                 )
                 response.force_close()
-                raise _Refused(response) from None
+                raise _Refused(response, linger=False) from None
             if not chunk:
                 break
             total += len(chunk)
@@ -332,7 +447,7 @@ class HostServer:
                 _envelope_error("REQUEST_TOO_LARGE", f"the request body is over {MAX_BODY} bytes (4 MiB)"),
             )
         except _Refused as refused:
-            return refused.response
+            return await _refuse(request, refused)
         step = await self.driver.canonical(body, self._caller(token, "http"))
         response = step.get("response")
         return await self._deliver(request, step, _json(_http_status(response), response))
@@ -347,7 +462,7 @@ class HostServer:
         try:
             self._admit(request, err)
         except _Refused as refused:
-            return refused.response
+            return await _refuse(request, refused)
         return _json(405, _rpc_error(-32600, "only POST is supported on /mcp"), {"Allow": "POST"})
 
     async def mcp(self, request: web.Request) -> web.StreamResponse:
@@ -365,7 +480,7 @@ class HostServer:
             if refusal is not None:
                 raise _Refused(_json(int(refusal["httpStatus"]), refusal["response"]))
         except _Refused as refused:
-            return refused.response
+            return await _refuse(request, refused)
         step = await self.driver.mcp(body, self._caller(token, "mcp-http"))
         response = step.get("response")
         if response is None:
@@ -402,7 +517,7 @@ class HostServer:
             self._check_type(request, err)
             body = await self._read(request, err("REQUEST_TOO_LARGE", "the request body is over 4 MiB"))
         except _Refused as refused:
-            return refused.response
+            return await _refuse(request, refused)
         try:
             parsed = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -454,7 +569,7 @@ class HostServer:
             token = self._admit(request, err)
             assert token is not None
         except _Refused as refused:
-            return refused.response
+            return await _refuse(request, refused)
         client = self.tokens.lookup(token)
         try:
             self.tokens.revoke(token)
@@ -495,15 +610,35 @@ def admin_app(pairing: Pairing, log: Callable[[str], None]) -> web.Application:
 
 
 # ---------------------------------------------------------------------- fixture site server
+_NOT_FOUND_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>404 Not Found</title></head>
+<body><h1>404 Not Found</h1><p>There is no page at <code>{path}</code> on this site.</p></body></html>
+"""
+
+
 def site_app(root: Path) -> web.Application:
-    """Static files of ``root`` (``/`` redirects to ``/index.html``), never cached."""
+    """Static files of ``root`` (``/`` redirects to ``/index.html``), never cached. A path with no file
+    (or a folder) is a real 404 ``text/html`` page, so a browser navigating there shows it (ARCHITECTURE.md
+    v1.1) instead of treating an empty body as a download."""
 
     async def index(request: web.Request) -> web.StreamResponse:
         raise web.HTTPFound("/index.html")
 
     @web.middleware
     async def no_store(request: web.Request, handler: Any) -> web.StreamResponse:
-        response: web.StreamResponse = await handler(request)
+        try:
+            response: web.StreamResponse = await handler(request)
+            # aiohttp's static route answers a missing file with a FileResponse that turns into an empty
+            # application/octet-stream 404 only when sent (a browser starts a download); catch it here.
+            name = request.match_info.get("filename")
+            if isinstance(response, web.FileResponse) and name is not None and not (root / name).is_file():
+                raise web.HTTPNotFound()
+        except (web.HTTPNotFound, web.HTTPForbidden):
+            response = web.Response(
+                status=404,
+                text=_NOT_FOUND_PAGE.format(path=html.escape(request.path[:200])),
+                content_type="text/html",
+            )
         response.headers["Cache-Control"] = "no-store"
         return response
 
