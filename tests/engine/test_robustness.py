@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kelpie_gateway import Gateway
 
+from tests.depth import examples
 from tests.engine.kit import make, ok, req, response, run
 
 json_values = st.recursive(
@@ -74,7 +75,7 @@ def test_lone_surrogates_from_the_page_never_reach_the_output() -> None:
 
 
 @given(json_values)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_random_json_never_raises_anywhere(value: Any) -> None:
     gw = make(targeting="selected")
     for call in (gw.begin, gw.advance, gw.cancel):
@@ -87,7 +88,7 @@ def test_random_json_never_raises_anywhere(value: Any) -> None:
 
 
 @given(st.binary(max_size=200))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_random_bytes_never_raise(data: bytes) -> None:
     gw = make()
     for call in (gw.begin, gw.advance, gw.cancel):
@@ -96,7 +97,7 @@ def test_random_bytes_never_raise(data: bytes) -> None:
 
 
 @given(json_values)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_any_renderer_result_completes_the_transaction(value: Any) -> None:
     gw = make()
     for request in (req("tab.snapshot", tabId="A"), req("tab.navigate", tabId="A", url="https://x.test/"),

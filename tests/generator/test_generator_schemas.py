@@ -17,6 +17,7 @@ from kelpie_gateway import errors, schema
 from kelpie_gateway.config import parse_config
 from kelpie_gateway.errors import GatewayConfigError
 
+from tests.depth import examples
 from tests.generator.gen_strategies import load_cases, requests
 
 NAMES = ("request", "config", "envelope")
@@ -78,7 +79,7 @@ def test_fixtures_cover_both_verdicts_bounds_and_astral_text(generated: Path) ->
     assert by_name["fullPage=True"]["code"] == "OPTION_UNSUPPORTED"
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests())
 def test_request_schema_agrees_with_the_engine_on_generated_requests(
     request_validator: Any, req: Any
@@ -204,7 +205,7 @@ PIECES = [
 ]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.sampled_from(PATTERNS), st.lists(st.sampled_from(PIECES), max_size=6).map("".join))
 def test_portable_pattern_keeps_the_python_meaning(pattern: str, text: str) -> None:
     portable = generate.portable_pattern(pattern)

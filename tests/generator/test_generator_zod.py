@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import generate
+import pytest
 from hypothesis import given, settings
 
+from tests.depth import examples
 from tests.generator.gen_strategies import javascript_safe, load_cases, requests
 
 RUNNER = Path(__file__).with_name("zod_parity.mjs")
@@ -57,13 +59,14 @@ def test_zod_module_agrees_with_the_engine_on_every_parity_fixture(
     }
 
 
+@pytest.mark.hypothesis  # draws through a nested @given: marked so `tools/dev deep-properties` selects it
 def test_zod_module_agrees_with_the_engine_on_generated_requests(
     generated: Path, node: str, tmp_path: Path
 ) -> None:
     """Hypothesis draws the requests; one node run judges all of them."""
     drawn: list[Any] = []
 
-    @settings(max_examples=800, deadline=None, database=None)
+    @settings(max_examples=examples(800), deadline=None, database=None)
     @given(requests())
     def collect(req: Any) -> None:
         if javascript_safe(req):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from kelpie_gateway import Gateway
 from kelpie_gateway.jsonio import dumps, loads
 
+from tests.depth import examples
 from tests.mcp.helpers import FULL, NOAUTH
 
 json_scalars = (
@@ -195,7 +196,7 @@ def _assert_valid(step: dict[str, Any], sent: Any) -> None:
 
 
 GATEWAYS = {"auth": Gateway(FULL), "noauth": Gateway(NOAUTH)}
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
