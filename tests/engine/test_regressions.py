@@ -168,3 +168,25 @@ def test_ids_beyond_64_bits_are_refused_not_echoed_changed() -> None:
     gw.cancel({"transaction": exact["transaction"], "reason": "cancelled"})
     rpc = gw.begin_mcp(b'{"jsonrpc":"2.0","id":123456789012345678901,"method":"ping"}')["response"]
     assert rpc["error"]["code"] == -32600
+
+
+def test_a_navigation_cancelled_before_dispatch_leaves_the_refs_valid() -> None:
+    """Issue 19: the deep stateful run's counterexample. A tab.navigate cancelled while its authorize step
+    was pending changed nothing, so the tab's latest refs stay valid and a click with one is dispatched
+    (the old model wrongly expected REFS_INVALIDATED); a navigation that was dispatched invalidates them."""
+    gw, renderer = make(), FakeRenderer()
+    refs = [e["ref"] for e in response(run(gw, req("tab.snapshot", tabId="B"), renderer))["result"]["elements"]]
+    navigate = gw.begin(req("tab.navigate", tabId="B", url="https://x.test/"))
+    cancelled = response(gw.cancel({"transaction": navigate["transaction"], "reason": "timeout"}))
+    assert cancelled["error"]["code"] == "TIMEOUT" and cancelled["mayHaveCompleted"] is False
+    click = admit(gw, gw.begin(req("tab.click", tabId="B", ref=refs[0])))
+    assert click["step"] == "dispatch", click
+    assert response(gw.advance({"transaction": click["transaction"], "seq": click["seq"],
+                                "result": renderer("tab.click", click)}))["success"] is True
+    refs = [e["ref"] for e in response(run(gw, req("tab.snapshot", tabId="B"), renderer))["result"]["elements"]]
+    dispatched = admit(gw, gw.begin(req("tab.navigate", tabId="B", url="https://x.test/")))
+    assert dispatched["step"] == "dispatch"
+    gw.cancel({"transaction": dispatched["transaction"], "reason": "timeout"})
+    gw.advance({"transaction": dispatched["transaction"], "seq": dispatched["seq"], "result": {"success": True}})
+    stale = response(gw.begin(req("tab.click", tabId="B", ref=refs[0])))
+    assert stale["error"]["code"] in ("REFS_INVALIDATED", "RECONCILE_REQUIRED") and stale["mayHaveCompleted"] is False
