@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from kelpie_gateway import Gateway
 from kelpie_gateway.errors import ERROR_CODES
 
+from tests.depth import examples
 from tests.engine.kit import ALL_NATIVE, FakeRenderer
 
 EXTENSIONS = [
@@ -111,7 +112,7 @@ def result_for(draw: Any, renderer: FakeRenderer, kind: str, step: dict[str, Any
     return draw(st.sampled_from([{"success": "yes"}, {"success": True}, [], None, {"success": True, "value": 3}]))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_no_envelope_with_may_have_completed_is_retryable(data: st.DataObject) -> None:
     draw = data.draw

@@ -11,7 +11,8 @@ retire / invalidate_refs (from other threads) against a model. Invariants, check
 * a snapshot whose tab was invalidated while it was dispatched never issues refs;
 * after an unknown outcome (``mayHaveCompleted: true``) on a tab, no mutation of that tab is dispatched
   until a snapshot of it succeeds (RECONCILE_REQUIRED, §4);
-* a transaction that was never dispatched completes with ``mayHaveCompleted: false``.
+* a transaction that was never dispatched completes with ``mayHaveCompleted: false``;
+* no envelope says ``retryable: true`` next to ``mayHaveCompleted: true`` (§4, v1.1).
 
 The model credits a transaction with an effect only when the engine dispatched it: a request refused
 (at authorize, by validation, BUSY) or cancelled before its dispatch changed nothing, so its tab's refs
@@ -83,6 +84,8 @@ class TransactionRules(RuleBasedStateMachine):
 
     def on_complete(self, step: dict[str, Any]) -> None:
         env = step["response"]
+        if not env["success"]:
+            assert not (env["error"]["retryable"] and env["mayHaveCompleted"]), f"retryable unknown outcome: {env}"
         request = self.requests.get(step["transaction"])
         if request is None:
             return

@@ -236,7 +236,7 @@ MODERN_META = {
 MODERN_STATUS = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32022: 400, -32601: 404}
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(message=messages(), choices=st.lists(st.integers(0, 3), min_size=1, max_size=4))
 def test_the_stateless_answer_is_the_handshake_answer_plus_its_era(message: Any, choices: list[int]) -> None:
     """CONTRACT.md §7 v1.1: for any message of a method both eras have, adding the per-request envelope
