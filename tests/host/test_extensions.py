@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from host_testlib import Host, RecordingSite, start_host
+from stdio_testlib import run_async
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -270,7 +271,7 @@ def test_every_extension_through_mcp_by_name_and_through_kelpie_extension(browse
     host = browser_host
 
     async def journey() -> None:
-        async with connect(host) as client:
+        async with connect(host, "auto") as client:
             async def tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
                 result = await client.call_tool(name, arguments)
                 envelope = result.structured_content
@@ -331,7 +332,7 @@ def test_every_extension_through_mcp_by_name_and_through_kelpie_extension(browse
                 assert (await ext_call("go_back", {"tabId": tab}))["url"].endswith("/search.html")
                 assert (await ext_call("go_forward", {"tabId": tab}))["url"].endswith(f"?q={via.replace('_', '_')}")
 
-    asyncio.run(journey())
+    run_async(journey())  # on its own thread: the browser suite's Playwright sync API holds the main loop
 
 
 # ---------------------------------------------------------------- operator filter and read-only sessions

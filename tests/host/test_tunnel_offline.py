@@ -34,6 +34,9 @@ class HeldRenderer:
     async def close(self) -> None:
         return None
 
+    def on_gone(self, listener: Any) -> None:
+        """This fake never crashes nor exits, so it never calls ``listener``."""
+
 
 def run(coro: Any) -> Any:
     brokers = BrokerThread()

@@ -46,6 +46,7 @@ import asyncio
 import html
 import json
 import os
+import socket
 import sys
 from collections.abc import Callable
 from http import HTTPStatus
@@ -119,6 +120,11 @@ class _QuietRequestHandler(RequestHandler):
     _peer_closed = False
     _last_payload: Any = None
 
+    @property
+    def peer_closed(self) -> bool:
+        """True once the client closed its sending side while requests were still to be answered."""
+        return self._peer_closed
+
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         if self._messages:
@@ -162,6 +168,30 @@ class _QuietRequestHandler(RequestHandler):
         if self._peer_closed and not self._messages:
             self.close()  # the last request this client can send was answered
         return done
+
+
+PEER_RESET_PROBE_S = 0.05
+"""How long :func:`_peer_reset` waits for a reset after answering a client whose side was already closed."""
+
+
+async def _peer_reset(request: web.Request) -> bool:
+    """True when the client had closed its side before the answer (end-of-file seen) and its socket turns
+    out to be gone entirely. A half-closed client (``shutdown(SHUT_WR)``) still reads; a client that closed
+    its socket cannot, and its kernel answers our data with a reset. The host serves loopback only, where
+    that reset arrives within microseconds, so a short wait and the socket's pending error (``SO_ERROR``)
+    tell the two apart. For any other client this returns False at once."""
+    protocol = request.protocol
+    if not isinstance(protocol, _QuietRequestHandler) or not protocol.peer_closed:
+        return False
+    transport = request.transport
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        return False
+    await asyncio.sleep(PEER_RESET_PROBE_S)
+    try:
+        return int(sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)) != 0
+    except OSError:
+        return True
 
 
 def _ERROR_LOG(line: str) -> None:  # replaced by set_error_log once the host's log exists
@@ -500,7 +530,8 @@ class HostServer:
             try:
                 await answer.prepare(request)
                 await answer.write_eof()
-                return answer
+                if not await _peer_reset(request):
+                    return answer
             except (ConnectionError, aiohttp.ClientConnectionError):
                 pass
         self.driver.undelivered(step)
