@@ -21,12 +21,15 @@ from stdio_testlib import KELPIE, ROOT, StdioHost, run_async
 pytestmark = pytest.mark.timeout(240)
 
 
-def test_python_sdk_stdio_journey() -> None:
-    """The SDK launches ``kelpie-gateway mcp`` and drives a click with a visible effect and a screenshot."""
+@pytest.mark.parametrize("mode", ["legacy", "auto", "2026-07-28"])
+def test_python_sdk_stdio_journey(mode: str) -> None:
+    """The SDK launches ``kelpie-gateway mcp`` and drives a click with a visible effect and a screenshot, in
+    each era a client can pick over stdio (CONTRACT.md §7 v1.1): the handshake (``legacy``), the SDK's
+    default ``auto`` (must settle on the stateless revision) and the stateless revision pinned."""
 
     async def journey() -> dict[str, object]:
         server = StdioServerParameters(command=str(KELPIE), args=["mcp"])
-        async with Client(server, mode="legacy") as client:
+        async with Client(server, mode=mode) as client:
             tools = [tool.name for tool in (await client.list_tools()).tools]
 
             async def control(method: str, params: dict[str, object]) -> dict[str, object]:
@@ -65,7 +68,10 @@ def test_python_sdk_stdio_journey() -> None:
             }
 
     seen = run_async(journey())
-    assert seen["protocol"] in ("2025-06-18", "2025-11-25")
+    if mode == "legacy":
+        assert seen["protocol"] in ("2025-06-18", "2025-11-25")
+    else:
+        assert seen["protocol"] == "2026-07-28", (mode, seen["protocol"])
     assert "kelpie_browser_control" in seen["tools"]  # type: ignore[operator]
     assert seen["title"] == "Kelpie fixture site"
     assert "Clicked 1 times" in str(seen["text"])
