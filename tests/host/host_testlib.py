@@ -11,6 +11,7 @@ import http.server
 import json
 import sys
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -68,6 +69,26 @@ class Host:
         """URL of a fixture page: the site's address is printed by the host at start-up."""
         line = self.process.wait_for_line("site ") or ""
         return line.rsplit(" at ", 1)[1].rstrip("/") + "/" + page
+
+
+
+def call(host: Host, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One canonical call; like a careful agent, retries (bounded) only refusals that are retryable and
+    guarantee nothing happened (BUSY, a read discarded as RENDERER_CHANGED by a navigation)."""
+    envelope = host.call(method, params)
+    for _ in range(10):
+        if envelope["success"] or not envelope["error"]["retryable"] or envelope["mayHaveCompleted"]:
+            break
+        time.sleep(0.2)
+        envelope = host.call(method, params)
+    return envelope
+
+
+def ok(host: Host, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """:func:`call` that must succeed; its result."""
+    envelope = call(host, method, params)
+    assert envelope["success"], envelope
+    return dict(envelope["result"])
 
 
 def start_host(args: list[str], mode: str) -> HostProcess:

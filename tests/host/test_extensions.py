@@ -13,31 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from host_testlib import Host, RecordingSite, start_host
+from host_testlib import Host, RecordingSite, call, ok, start_host
 from stdio_testlib import run_async
 
 pytestmark = pytest.mark.timeout(180)
 
 
 # ---------------------------------------------------------------- helpers
-def call(host: Host, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One canonical call; like a careful agent, retries (bounded) only refusals that are retryable and
-    guarantee nothing happened (BUSY, a read discarded as RENDERER_CHANGED by a navigation)."""
-    envelope = host.call(method, params)
-    for _ in range(10):
-        if envelope["success"] or not envelope["error"]["retryable"] or envelope["mayHaveCompleted"]:
-            break
-        time.sleep(0.2)
-        envelope = host.call(method, params)
-    return envelope
-
-
-def ok(host: Host, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    envelope = call(host, method, params)
-    assert envelope["success"], envelope
-    return dict(envelope["result"])
-
-
 def ext(host: Host, name: str, **arguments: Any) -> dict[str, Any]:
     return call(host, "extension.call", {"name": name, "arguments": arguments})
 

@@ -6,12 +6,10 @@ Every "foreign" server records its hits, so "stopped" means the server never saw
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from host_testlib import Host, RecordingSite, start_host
+from host_testlib import Host, RecordingSite, call, ok, start_host
 from kelpie_gateway.host.policy import PolicyError, SitePolicy, parse_pattern
 
 pytestmark = pytest.mark.timeout(180)
@@ -37,22 +35,6 @@ def policy_host(request: pytest.FixtureRequest, sites: dict[str, RecordingSite])
         yield Host(process, process.pair("kelpie-tests"), request.param)
     finally:
         process.stop()
-
-
-def call(host: Host, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    envelope = host.call(method, params)
-    for _ in range(10):
-        if envelope["success"] or not envelope["error"]["retryable"] or envelope["mayHaveCompleted"]:
-            break
-        time.sleep(0.2)
-        envelope = host.call(method, params)
-    return envelope
-
-
-def ok(host: Host, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    envelope = call(host, method, params)
-    assert envelope["success"], envelope
-    return dict(envelope["result"])
 
 
 def log_lines(host: Host, needle: str, timeout_s: float = 10.0) -> list[str]:
