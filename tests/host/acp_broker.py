@@ -79,6 +79,10 @@ class Broker:
         self.refused_handshakes = 0
         self.drop_initialize = 0
         """Close the socket instead of answering the next N ``initialize`` requests."""
+        self.initialize_pad = 0
+        """Pad ``initialize`` results with this many bytes (a response frame of that size and more)."""
+        self.handshake_times: list[float] = []
+        """``loop.time()`` of every WebSocket handshake, accepted or refused (for the backoff test)."""
         self.new_peer = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._counter = 0
@@ -119,6 +123,7 @@ class Broker:
                 await asyncio.wait_for(self.new_peer.wait(), min(remaining, 0.2))
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.handshake_times.append(asyncio.get_running_loop().time())
         if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
             self.refused_handshakes += 1
             raise web.HTTPUnauthorized()
@@ -161,6 +166,8 @@ class Broker:
                 "agentCapabilities": {"mcpCapabilities": {"acp": True}},
                 "authMethods": [],
             }
+            if self.initialize_pad:
+                result["_meta"] = {"pad": "x" * self.initialize_pad}
         elif method == "session/new":
             self._counter += 1
             session = f"sess-{id(self) % 10000}-{self._counter}"

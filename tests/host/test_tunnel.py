@@ -2,9 +2,12 @@
 like the host's client), with the host driving real headless Chromium on the fixture site, and the audit
 trail (``--audit-log``) checked on every path.
 
-One host per module: ``serve --connect ws://127.0.0.1:PORT/acp`` (loopback) that also listens on loopback
-HTTP, so a local client and the tunnel share one gateway. Its viewport is 2560x1440, so a screenshot of
-the noise page is over the tunnel's 8 MiB frame cap (and under the engine's 32 MiB result cap).
+One host per module and gateway mode: ``serve --connect ws://127.0.0.1:PORT/acp`` (loopback) that also
+listens on loopback HTTP, so a local client and the tunnel share one gateway. Its viewport is 2560x1440,
+so a screenshot of the noise page is over the tunnel's 8 MiB frame cap (and under the engine's 32 MiB
+result cap). Every test runs on the Python API host; the main journey and the dropped socket also run on
+a ``--via-abi`` host (every transaction through the C library), like the site-policy tests.
+``kelpie-gateway mcp --connect`` (stdio and the tunnel on one gateway) has its own host at the end.
 """
 
 from __future__ import annotations
@@ -22,13 +25,18 @@ from typing import Any
 
 import pytest
 from acp_broker import Broker, BrokerThread, Peer
-from host_testlib import ROOT, Host
+from host_testlib import ROOT, Host, start_host
 from kelpie_gateway.host.launch import HostProcess
+from stdio_testlib import StdioHost
 
 pytestmark = pytest.mark.timeout(240)
 
 MiB = 1024 * 1024
 TYPED = "tunnel-secret-Ωmega-42"
+BLOCKED = "http://127.0.0.2:9"
+"""An origin the hosts' site policy blocks (``--blocked-origins``): a navigation there is NOT_AUTHORIZED."""
+PYTHON = pytest.mark.parametrize("world", ["python"], indirect=True)
+BOTH = pytest.mark.parametrize("world", ["python", "abi"], indirect=True)
 
 
 @dataclass
@@ -39,6 +47,7 @@ class World:
     broker: Broker
     token: str
     audit: Path
+    mode: str
     peer: Peer | None = None
     connection: str | None = None
     notes: dict[str, Any] = field(default_factory=dict)
@@ -62,8 +71,9 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    tmp = tmp_path_factory.mktemp("tunnel")
+def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    mode = request.param
+    tmp = tmp_path_factory.mktemp(f"tunnel-{mode}")
     token = secrets.token_urlsafe(32)
     token_file = tmp / "broker-token"
     token_file.write_text(token + "\n", encoding="utf-8")
@@ -72,31 +82,20 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     brokers = BrokerThread()
     broker = Broker(token)
     brokers.run(broker.start())
-    process = HostProcess(
-        [
-            "--approve-pairing",
-            "auto",
-            "--connect",
-            broker.url,
-            "--connect-token-file",
-            str(token_file),
-            "--connect-backoff-max",
-            "1",
-            "--audit-log",
-            str(audit),
-            "--viewport",
-            "2560x1440",
-        ]
-    )
+    process: HostProcess | None = None
+    args = ["--approve-pairing", "auto", "--connect", broker.url, "--connect-token-file", str(token_file),
+            "--connect-backoff-max", "1", "--audit-log", str(audit), "--viewport", "2560x1440",
+            "--blocked-origins", "http://127.0.0.2:*"]
     try:
-        process.start()
-        host = Host(process, process.pair("local-http-client"), "python")
-        yield World(process, host, brokers, broker, token, audit)
+        process = start_host(args, mode)
+        host = Host(process, process.pair("local-http-client"), mode)
+        yield World(process, host, brokers, broker, token, audit, mode)
     finally:
-        process.stop()
+        if process is not None:
+            process.stop()
         brokers.run(broker.stop())
         brokers.close()
-        if os.environ.get("KELPIE_HOST_LOG"):
+        if os.environ.get("KELPIE_HOST_LOG") and process is not None:
             print("\n".join(process.lines))
 
 
@@ -169,6 +168,7 @@ async def local(world: World, method: str, params: dict[str, Any]) -> dict[str, 
 
 
 # ---------------------------------------------------------------------- tests
+@PYTHON
 def test_declares_the_server_on_session_new_with_the_bearer(world: World) -> None:
     async def body() -> None:
         peer = await world.broker.attached()
@@ -194,6 +194,7 @@ def test_declares_the_server_on_session_new_with_the_bearer(world: World) -> Non
     assert world.broker.refused_handshakes == 0
 
 
+@BOTH
 def test_snapshot_click_and_type_through_the_tunnel(world: World) -> None:
     async def body() -> None:
         tab = await open_tab(world, "click.html")
@@ -218,8 +219,12 @@ def test_snapshot_click_and_type_through_the_tunnel(world: World) -> None:
     assert len(click["paramsSha256"]) == 64 and click["durationMs"] > 0
     typed = world.wait_audit(lambda a: a["method"] == "tab.type")
     assert typed["outcome"] == "success" and typed["tabId"] == world.notes["form"]
+    text = world.audit.read_text(encoding="utf-8")
+    assert TYPED not in text and world.token not in text
+    assert world.process.wait_for_line("gateway via C library" if world.mode == "abi" else "gateway via Python API")
 
 
+@PYTHON
 def test_busy_across_the_tunnel_and_a_local_client(world: World) -> None:
     async def body() -> None:
         tab = await open_tab(world, "slow.html?busy=2500")
@@ -248,6 +253,7 @@ def test_busy_across_the_tunnel_and_a_local_client(world: World) -> None:
     assert any(a["client"] == "local-http-client" for a in busy)
 
 
+@PYTHON
 def test_a_method_frame_over_1_mib_closes_the_connection(world: World) -> None:
     async def body() -> None:
         peer, connection = await attach(world)
@@ -275,6 +281,7 @@ def test_a_method_frame_over_1_mib_closes_the_connection(world: World) -> None:
     assert world.process.wait_for_line("(over the frame cap); closing the connection")
 
 
+@PYTHON
 def test_a_response_over_8_mib_is_refused_before_sending(world: World) -> None:
     async def body() -> None:
         tab = await open_tab(world, "noise.html")
@@ -303,6 +310,7 @@ def test_a_response_over_8_mib_is_refused_before_sending(world: World) -> None:
     assert line["method"] == "tab.screenshot" and line["outcome"] == "refused" and line["transport"] == "tunnel"
 
 
+@BOTH
 def test_a_dropped_socket_mid_click_cancels_and_requires_reconcile(world: World) -> None:
     async def body() -> None:
         tab = await open_tab(world, "slow.html?busy=3000")
@@ -339,6 +347,7 @@ def test_a_dropped_socket_mid_click_cancels_and_requires_reconcile(world: World)
     assert world.process.wait_for_line("call(s) in flight abandoned")
 
 
+@PYTHON
 def test_permission_requests_are_approved(world: World) -> None:
     async def body() -> None:
         peer, _ = await attach(world)
@@ -357,6 +366,30 @@ def test_permission_requests_are_approved(world: World) -> None:
     world.run(body())
 
 
+@PYTHON
+def test_refusals_over_the_tunnel_are_audited(world: World) -> None:
+    """A refusal by the host's policy at ``authorize`` (authorized:false) and one by validation before it
+    (authorized:null) each leave their line, with the digest of what was asked and nothing else of it."""
+    async def body() -> None:
+        tab = await open_tab(world, "index.html")
+        denied = await bc(world, "tab.navigate", {"tabId": tab, "url": f"{BLOCKED}/{TYPED}"})
+        assert denied["error"]["code"] == "NOT_AUTHORIZED" and denied["mayHaveCompleted"] is False
+        invalid = await bc(world, "tab.type", {"tabId": tab, "ref": "nope", "text": TYPED, "timeoutMs": 0})
+        assert invalid["error"]["code"] == "INVALID_PARAMS" and invalid["mayHaveCompleted"] is False
+        world.notes["refused_tab"] = tab
+
+    world.run(body())
+    tab = world.notes["refused_tab"]
+    denied = world.wait_audit(lambda a: a["tabId"] == tab and a["code"] == "NOT_AUTHORIZED")
+    assert denied["authorized"] is False and denied["dispatches"] == 0 and denied["method"] == "tab.navigate"
+    assert denied["outcome"] == "refused" and denied["transport"] == "tunnel"
+    invalid = world.wait_audit(lambda a: a["code"] == "INVALID_PARAMS")
+    assert invalid["authorized"] is None and invalid["method"] == "tab.type" and invalid["dispatches"] == 0
+    assert len(invalid["paramsSha256"]) == 64 and invalid["paramsSha256"] != denied["paramsSha256"]
+    assert TYPED not in world.audit.read_text(encoding="utf-8")
+
+
+@PYTHON
 def test_reattaches_after_the_broker_restarts(world: World) -> None:
     async def restart() -> None:
         old = world.broker
@@ -376,6 +409,7 @@ def test_reattaches_after_the_broker_restarts(world: World) -> None:
     world.run(restart())
 
 
+@PYTHON
 def test_audit_never_holds_typed_text_or_tokens(world: World) -> None:
     text = world.audit.read_text(encoding="utf-8")
     lines = world.audit_lines()
@@ -410,6 +444,7 @@ def test_bad_connect_settings_are_usage_errors(tmp_path: Path) -> None:
     assert unwritable.returncode == 2 and "--audit-log" in unwritable.stderr
 
 
+@PYTHON
 def test_sighup_reopens_the_audit_log_after_rotation(world: World) -> None:
     import signal
     import time
@@ -463,3 +498,81 @@ def test_tunnel_only_host_and_a_refused_bearer(tmp_path: Path) -> None:
         brokers.run(broker.stop())
         brokers.close()
     assert token not in "".join(output) + rest
+
+
+def test_mcp_over_stdio_with_a_tunnel_shares_one_gateway(tmp_path: Path) -> None:
+    """``kelpie-gateway mcp --connect URL --audit-log FILE``: the stdio client and a remote agent drive one
+    browser (BUSY across both), every transaction is audited with its client (``stdio`` or the tunnel),
+    SIGHUP reopens the log, and the tunnel ends with the stdio session."""
+    import signal
+    import time
+
+    token = secrets.token_urlsafe(32)
+    token_file = tmp_path / "broker-token"
+    token_file.write_text(token, encoding="utf-8")
+    audit = tmp_path / "audit.jsonl"
+    brokers = BrokerThread()
+    broker = Broker(token)
+    brokers.run(broker.start())
+    args = ["--connect", broker.url, "--connect-token-file", str(token_file), "--audit-log", str(audit)]
+    try:
+        with StdioHost(args) as stdio:
+            assert stdio.initialize()["result"]["serverInfo"]["name"] == "kelpie-browser-gateway"
+            deadline = time.monotonic() + 10
+            while not any(line.startswith("site ") for line in stdio.log) and time.monotonic() < deadline:
+                time.sleep(0.05)  # stderr is read on its own thread
+            site = next(line for line in stdio.log if line.startswith("site ")).rsplit(" at ", 1)[1]
+            state: dict[str, Any] = {}
+
+            async def attach_and_click() -> None:
+                peer = await broker.attached(timeout=90)
+                connection = (await peer.request("mcp/connect", {"acpId": peer.declared[0]["id"]}))["result"]
+                state["peer"], state["connection"] = peer, connection["connectionId"]
+
+            async def tunnel_call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+                answer = await state["peer"].request("mcp/message", {
+                    "connectionId": state["connection"], "method": "tools/call",
+                    "params": {"name": "kelpie_browser_control", "arguments": {"method": method, "params": params}}})
+                return dict(answer["result"]["structuredContent"])
+
+            brokers.run(attach_and_click())
+            opened = brokers.run(tunnel_call("tabs.open", {"url": site + "slow.html?busy=2500"}))
+            tab = opened["result"]["tabId"]
+            snapshot = stdio.control(3, "tab.snapshot", {"tabId": tab})
+            button = next(e for e in snapshot["result"]["elements"] if e["tag"] == "button")
+            click = asyncio.run_coroutine_threadsafe(
+                tunnel_call("tab.click", {"tabId": tab, "ref": button["ref"], "timeoutMs": 20000}), brokers.loop)
+            time.sleep(0.8)  # the tunnel's click holds the direct lane: the stdio client is told BUSY
+            busy = stdio.request(4, "tools/call", {"name": "kelpie_browser_control",
+                                                   "arguments": {"method": "tabs.list", "params": {}}})
+            assert busy["result"]["structuredContent"]["error"]["code"] == "BUSY"
+            assert click.result(60)["success"] is True
+            after = stdio.control(5, "tab.snapshot", {"tabId": tab})
+            assert "Slow effect count: 1" in after["result"]["text"]
+
+            lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+            by = {(a["client"], a["transport"], a["method"], a["code"]) for a in lines}
+            assert ("stdio", "stdio", "tab.snapshot", None) in by and ("stdio", "stdio", "tabs.list", "BUSY") in by
+            tunnel_lines = [a for a in lines if a["transport"] == "tunnel"]
+            assert {a["method"] for a in tunnel_lines} == {"tabs.open", "tab.click"}
+            assert all(a["client"].startswith("tunnel:kelpie-") and a["connection"] for a in tunnel_lines)
+
+            os.rename(audit, tmp_path / "audit.jsonl.1")  # logrotate, then its postrotate SIGHUP
+            stdio.proc.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 10
+            while not audit.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert stdio.control(6, "tabs.list", {})["success"] is True
+            rotated = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+            assert [(a["client"], a["method"]) for a in rotated] == [("stdio", "tabs.list")]
+
+            stdio.close_stdin()
+            assert stdio.wait(60) == 0
+            brokers.run(asyncio.wait_for(state["peer"].closed.wait(), 30))  # the tunnel closed with the session
+            assert stdio.garbage == []  # stdout carried JSON-RPC only, tunnel logs went to stderr
+            log = "\n".join(stdio.log)
+            assert "tunnel attached to" in log and token not in log
+            assert token not in audit.read_text(encoding="utf-8") + (tmp_path / "audit.jsonl.1").read_text()
+    finally:
+        brokers.run(broker.stop())
+        brokers.close()

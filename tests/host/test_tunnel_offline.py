@@ -1,17 +1,20 @@
 """The tunnel's connection lifecycle in-process, against the test broker and a gateway with a scripted
-renderer (no DOM involved: the journeys on real Chromium are in test_tunnel.py)."""
+renderer (no DOM involved: the journeys on real Chromium are in test_tunnel.py): handshake retries,
+explicit sessions, ``mcp/disconnect``, an answer lost with its socket, the reconnect backoff as the loop
+really waits it, and the frame caps on incoming responses."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
-from acp_broker import Broker, BrokerThread
+from acp_broker import Broker, BrokerThread, Peer
 from kelpie_gateway import Gateway
-from kelpie_gateway.host.driver import Abandon, Driver
-from kelpie_gateway.host.tunnel import Tunnel, TunnelOptions
+from kelpie_gateway.host.abi import AbiGateway, default_library
+from kelpie_gateway.host.driver import Abandon, Driver, GatewayLike
+from kelpie_gateway.host.tunnel import MAX_RESPONSE_FRAME, Tunnel, TunnelOptions
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -46,11 +49,42 @@ def run(coro: Any) -> Any:
         brokers.close()
 
 
-def tunnel_for(broker: Broker, renderer: HeldRenderer, lines: list[str], **opts: Any) -> Tunnel:
-    gateway = Gateway({"nativeMethods": ["get-tabs", "close-tab"]})
-    driver = Driver(gateway, renderer, lines.append)  # type: ignore[arg-type]
-    options = TunnelOptions(broker.url, backoff_initial_s=0.05, backoff_max_s=0.2, environ={}, **opts)
-    return Tunnel(driver, options, lines.append)
+CONFIG = {"nativeMethods": ["get-tabs", "close-tab", "switch-tab"]}
+
+
+def make_gateway(core: str) -> GatewayLike:
+    """The Python API, or the C library (what ``--via-abi`` drives)."""
+    if core == "abi":
+        return AbiGateway(CONFIG, library=str(default_library()))
+    return Gateway(CONFIG)
+
+
+def tunnel_for(
+    broker: Broker,
+    renderer: HeldRenderer,
+    lines: list[str],
+    *,
+    core: str = "python",
+    rand: Callable[[], float] | None = None,
+    **opts: Any,
+) -> Tunnel:
+    driver = Driver(make_gateway(core), renderer, lines.append)  # type: ignore[arg-type]
+    settings: dict[str, Any] = {"backoff_initial_s": 0.05, "backoff_max_s": 0.2, "environ": {}}
+    settings.update(opts)
+    options = TunnelOptions(broker.url, **settings)
+    if rand is None:
+        return Tunnel(driver, options, lines.append)
+    return Tunnel(driver, options, lines.append, rand=rand)
+
+
+async def connect(peer: Peer, tunnel: Tunnel) -> str:
+    answer = await peer.request("mcp/connect", {"acpId": tunnel.server_id})
+    return str(answer["result"]["connectionId"])
+
+
+def tool_call(peer: Peer, connection: str, method: str, params: dict[str, Any]) -> Any:
+    return peer.request("mcp/message", {"connectionId": connection, "method": "tools/call", "params": {
+        "name": "kelpie_browser_control", "arguments": {"method": method, "params": params}}})
 
 
 def test_a_socket_closed_during_the_handshake_is_retried_at_once() -> None:
@@ -161,5 +195,137 @@ def test_a_call_abandoned_before_its_step_ran_never_reaches_the_renderer() -> No
             listed = await driver.canonical({"version": 1, "id": 3, "method": "tabs.list", "params": {}})
             assert listed["response"]["success"] is True and Counting.calls == 1
             Counting.calls = 0
+
+    run(body())
+
+
+@pytest.mark.parametrize("core", ["python", "abi"])
+def test_an_answer_lost_with_its_socket_still_requires_a_reconcile(core: str) -> None:
+    """The renderer's reply and the socket's drop arrive together: the tab switch completes (success), but
+    its answer has nowhere to go. The host reports it undelivered, so the tab needs a reconcile exactly as
+    if the agent had seen an unknown outcome (through the Python API and through the C library)."""
+    tunnels: list[Tunnel] = []
+
+    class ReplyAtTheDrop(HeldRenderer):
+        switching = asyncio.Event()
+        switches = 0
+
+        async def call(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+            if method != "switch-tab":
+                return await super().call(method, params)
+            ReplyAtTheDrop.switches += 1
+            if ReplyAtTheDrop.switches == 1:
+                self.switching.set()
+                while tunnels[0].attached.is_set():  # answer the moment the host sees its socket go
+                    await asyncio.sleep(0)
+            return {"success": True, "tabId": "A", "generation": 0}
+
+    async def body() -> None:
+        broker = Broker(None)
+        await broker.start()
+        lines: list[str] = []
+        renderer = ReplyAtTheDrop()
+        tunnel = tunnel_for(broker, renderer, lines, core=core)
+        tunnels.append(tunnel)
+        tunnel.start()
+        try:
+            peer = await broker.attached(timeout=15)
+            select = {"tabId": "A"}
+            switching = asyncio.ensure_future(tool_call(peer, await connect(peer, tunnel), "tabs.select", select))
+            await renderer.switching.wait()
+            await peer.ws.close(code=1011, message=b"the agent went away")
+            with pytest.raises(ConnectionError):
+                await switching
+            for _ in range(100):
+                if any("not delivered" in line for line in lines):
+                    break
+                await asyncio.sleep(0.05)
+            assert any(line.startswith("tx tabs.select tab=A ok") for line in lines), lines  # it completed
+            assert any("could not be sent" in line for line in lines), lines
+            assert any("not delivered (client gone): tab A needs a reconcile" in line for line in lines), lines
+            # The agent reconnects: it never learnt that the switch happened, so acting again is refused.
+            peer = await broker.attached(after=1, timeout=15)
+            connection = await connect(peer, tunnel)
+            refused = (await tool_call(peer, connection, "tabs.select", select))["result"]["structuredContent"]
+            assert refused["error"]["code"] == "RECONCILE_REQUIRED" and refused["mayHaveCompleted"] is False
+            listed = (await tool_call(peer, connection, "tabs.list", {}))["result"]["structuredContent"]
+            assert listed["success"] is True
+            again = (await tool_call(peer, connection, "tabs.select", select))["result"]["structuredContent"]
+            assert again["success"] is True and ReplyAtTheDrop.switches == 2  # observed: allowed again
+        finally:
+            await tunnel.close()
+            await broker.stop()
+
+    run(body())
+
+
+def test_reconnects_back_off_doubling_capped_and_jittered() -> None:
+    """The run loop really waits ``min(cap, initial·2^n)`` scaled by its jitter source between refused
+    attempts, and starts again from ``initial`` once a session was established."""
+    factors = iter([0.0, 0.5, 0.999999, 0.0, 0.999999])
+
+    async def body() -> None:
+        broker = Broker("another-token")
+        await broker.start()
+        lines: list[str] = []
+        tunnel = tunnel_for(
+            broker, HeldRenderer(), lines, rand=lambda: next(factors), backoff_initial_s=0.2, backoff_max_s=0.8,
+            environ={"KELPIE_GATEWAY_CONNECT_TOKEN": "the-host-token"},
+        )
+        tunnel.start()
+        try:
+            while broker.refused_handshakes < 4:
+                await asyncio.sleep(0.02)
+            broker.token = "the-host-token"  # the broker now accepts it: the next attempt attaches
+            peer = await broker.attached(timeout=15)
+            await peer.ws.close(code=1011, message=b"restarting")
+            await broker.attached(after=len(broker.peers), timeout=15)
+        finally:
+            await tunnel.close()
+            await broker.stop()
+        waits = [float(line.rsplit(" in ", 1)[1].split()[0]) for line in lines if "reconnecting in" in line]
+        # Refused attempts n = 1, 2, 3, 4: 0.4·0.5, 0.8·0.75, 0.8·1 (capped), 0.8·0.5; after the session:
+        # n = 0 again, 0.2·1.
+        assert waits == [0.2, 0.6, 0.8, 0.4, 0.2], lines
+        gaps = [b - a for a, b in zip(broker.handshake_times, broker.handshake_times[1:], strict=False)]
+        for gap, wait in zip(gaps, [0.2, 0.6, 0.8, 0.4], strict=False):
+            assert gap >= wait * 0.999 - 0.01  # the loop really waited (never less; load only adds)
+        assert sum("the broker refused the bearer (HTTP 401)" in line for line in lines) == 4
+        assert not any("the-host-token" in line for line in lines)
+
+    run(body())
+
+
+def test_response_frames_are_capped_at_8_mib_and_unsolicited_big_frames_close() -> None:
+    async def body() -> None:
+        broker = Broker(None)
+        broker.initialize_pad = MAX_RESPONSE_FRAME  # the answer to the host's initialize: over 8 MiB
+        await broker.start()
+        lines: list[str] = []
+        tunnel = tunnel_for(broker, HeldRenderer(), lines)
+        tunnel.start()
+        try:
+            while not broker.peers or not broker.peers[0].closed.is_set():
+                await asyncio.sleep(0.02)
+            # Refused while reading: the host closes (1009 on its side; the broker, still sending, may only
+            # see the connection reset) and never attaches on that socket.
+            assert not broker.peers[0].attached.is_set()
+            assert broker.peers[0].close_code in (1009, None), broker.peers[0].close_code
+            assert any("over the 8388608-byte (8 MiB) cap; closing the connection" in line for line in lines), lines
+            assert any(line.endswith("closed (code 1009)") for line in lines), lines
+            # A 2 MiB response while the host awaits it is within the cap: the host attaches.
+            broker.initialize_pad = 2 * 1024 * 1024
+            peer = await broker.attached(timeout=15)
+            assert peer.handshake == ["initialize", "session/new"]
+            # The same size as a frame nobody asked for: closed (1009) before it is parsed; the host returns.
+            await peer.send_raw('{"jsonrpc":"2.0","id":424242,"result":{"pad":"' + "x" * (2 * 1024 * 1024) + '"}}')
+            await asyncio.wait_for(peer.closed.wait(), 15)
+            assert peer.close_code == 1009
+            again = await broker.attached(after=broker.peers.index(peer) + 1, timeout=15)
+            assert again.handshake == ["initialize", "session/resume"]
+            assert any("while no response was due" in line for line in lines), lines
+        finally:
+            await tunnel.close()
+            await broker.stop()
 
     run(body())

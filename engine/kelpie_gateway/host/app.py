@@ -46,7 +46,8 @@ def default_site() -> Path:
 
 @dataclass
 class BrowserOptions:
-    """What ``serve`` and ``mcp`` share: the site, the browser, the site policy and the gateway settings."""
+    """What ``serve`` and ``mcp`` share: the site, the browser, the site policy, the gateway settings, the
+    audit log (``--audit-log``) and the outbound tunnel (``--connect``, docs/tunnel.md)."""
 
     site: Path | None = None
     browser: str = "chromium"
@@ -63,6 +64,9 @@ class BrowserOptions:
     extensions_include: list[str] | None = None
     extensions_exclude: list[str] = field(default_factory=list)
     viewport: tuple[int, int] | None = None
+    audit_log: Path | None = None
+    audit_max_bytes: int = DEFAULT_MAX_BYTES
+    connect: TunnelOptions | None = None
 
 
 @dataclass
@@ -75,9 +79,6 @@ class ServeOptions(BrowserOptions):
     pairing_timeout_s: float = 120.0
     pairings_file: Path | None = None
     """None keeps pairings in memory only (``--pairings memory``)."""
-    audit_log: Path | None = None
-    audit_max_bytes: int = DEFAULT_MAX_BYTES
-    connect: TunnelOptions | None = None
     listen: bool = True
 
 
@@ -250,9 +251,10 @@ async def serve(opts: ServeOptions) -> int:
     except (PairingFileError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    extras = _transports(opts)
-    if isinstance(extras, int):
-        return extras
+    extras = open_transports(opts, log, listen=opts.listen)
+    if isinstance(extras, str):
+        print(f"error: {extras}", file=sys.stderr)
+        return 2
     audit, tunnel_opts = extras
     try:
         stack = await start_stack(opts, log, audit=audit)
@@ -298,9 +300,7 @@ async def serve(opts: ServeOptions) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    if audit is not None:
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(signal.SIGHUP, audit.reopen)
+    watch_audit(audit)
     if tunnel is not None:
         tunnel.start()
     await stop.wait()
@@ -320,26 +320,34 @@ async def serve(opts: ServeOptions) -> int:
     return 0
 
 
-def _transports(opts: ServeOptions) -> tuple[AuditLog | None, TunnelOptions | None] | int:
-    """The audit log (opened now: an unwritable path is a usage error) and the checked tunnel settings,
-    or exit status 2 with the reason on stderr."""
-    if opts.connect is None and not opts.listen:
-        print("error: --no-listen needs --connect URL (else nothing could reach the host)", file=sys.stderr)
-        return 2
+def open_transports(
+    opts: BrowserOptions, log: Callable[[str], None], *, listen: bool = True
+) -> tuple[AuditLog | None, TunnelOptions | None] | str:
+    """What ``serve`` and ``mcp`` check before starting the browser: the audit log (opened now: an
+    unwritable path is a usage error) and the tunnel settings (URL rules, token readable). Returns them, or
+    the usage error's message (exit status 2). ``listen``: whether anything but the tunnel can reach the
+    host (``serve --no-listen`` needs ``--connect``)."""
+    if opts.connect is None and not listen:
+        return "--no-listen needs --connect URL (else nothing could reach the host)"
     if opts.connect is not None:
         try:
             Tunnel.check(opts.connect)
         except TunnelConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            return str(exc)
     audit = None
     if opts.audit_log is not None:
         try:
             audit = AuditLog(opts.audit_log, max_bytes=opts.audit_max_bytes, log=log)
         except OSError as exc:
-            print(f"error: --audit-log {opts.audit_log}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
+            return f"--audit-log {opts.audit_log}: {exc.strerror or exc}"
     return audit, opts.connect
+
+
+def watch_audit(audit: AuditLog | None) -> None:
+    """``SIGHUP`` reopens the audit log (logrotate's ``postrotate``), on the running loop."""
+    if audit is not None:
+        with contextlib.suppress(NotImplementedError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, audit.reopen)
 
 
 def _viewport(size: tuple[int, int]) -> dict[str, int]:

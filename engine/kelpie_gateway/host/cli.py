@@ -4,7 +4,9 @@ Commands (exit status 0 = success):
 
 * ``serve``  run the host (browser + gateway + loopback HTTP); see ``serve --help``.
 * ``mcp``    MCP over stdio for MCP clients that launch servers (browser + gateway, no pairing: the
-  parent owns the pipe); exits when stdin closes. Same site, browser and config flags as ``serve``.
+  parent owns the pipe); exits when stdin closes. Same site, browser, config, ``--audit-log`` and
+  ``--connect`` flags as ``serve`` (``--connect``: a remote agent reaches the same browser over an
+  outbound WebSocket while the stdio session lasts).
 * ``call METHOD --params JSON``  forward one canonical request to a running host. Exit 0 success,
   1 refused (nothing happened), 3 unknown outcome (``mayHaveCompleted:true``: observe before acting),
   2 usage or transport error (no host, HTTP 401, …).
@@ -315,6 +317,7 @@ def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
         "extensions_include": _globs(args.extensions_include),
         "extensions_exclude": _globs(args.extensions_exclude) or [],
         "viewport": args.viewport,
+        **_transport_options(args),
     }
 
 
@@ -341,7 +344,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         approve_pairing=args.approve_pairing,
         pairing_timeout_s=args.pairing_timeout,
         pairings_file=pairings,
-        **_serve_extras(args),
+        listen=not args.no_listen,
         **_browser_options(args),
     )
     try:
@@ -357,8 +360,8 @@ def _globs(raw: str | None) -> list[str] | None:
     return [part.strip() for part in raw.split(",") if part.strip()]
 
 
-def _serve_extras(args: argparse.Namespace) -> dict[str, Any]:
-    """``--audit-log``, ``--connect`` and friends as :class:`ServeOptions` fields."""
+def _transport_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--audit-log``, ``--connect`` and friends (``serve`` and ``mcp``) as ``BrowserOptions`` fields."""
     from kelpie_gateway.host.tunnel import TunnelOptions
 
     connect = None
@@ -374,7 +377,6 @@ def _serve_extras(args: argparse.Namespace) -> dict[str, Any]:
         "audit_log": Path(args.audit_log) if args.audit_log else None,
         "audit_max_bytes": args.audit_max_bytes,
         "connect": connect,
-        "listen": not args.no_listen,
     }
 
 
@@ -563,6 +565,7 @@ def build_parser() -> argparse.ArgumentParser:
         "stdin closes. No pairing: the client that launched the process owns it.",
     )
     _add_browser_flags(mcp)
+    add_transport_flags(mcp)
     mcp.set_defaults(func=cmd_mcp)
 
     call = sub.add_parser(

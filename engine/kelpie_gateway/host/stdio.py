@@ -15,10 +15,14 @@ One process holds the browser and the gateway; the parent (the MCP client) owns 
 * Messages run concurrently (each one is its own transaction task), so ``notifications/cancelled`` reaches
   an in-flight ``tools/call`` and a recovery extension can answer a dialog while a click waits; responses
   are written whole, one per line, in completion order (JSON-RPC ids pair them).
-* No pairing and no bearer: whoever holds the pipe is the client the operator launched.
-* When stdin closes (or on SIGTERM/SIGINT), the process stops reading, lets in-flight transactions finish
-  (bounded by :data:`DRAIN_S`), closes the browser it launched (an attached one is only disconnected)
-  and exits 0.
+* No pairing and no bearer: whoever holds the pipe is the client the operator launched. In the audit log
+  (``--audit-log``) its transactions are ``client: "stdio"``, ``transport: "stdio"``.
+* ``--connect URL`` (issue 17, docs/tunnel.md): the same gateway is also served over an outbound WebSocket
+  to an agent broker (MCP-over-ACP), so the stdio client and a remote agent share one browser, one set of
+  lanes (BUSY across both) and one audit log. The tunnel lives as long as the stdio session.
+* When stdin closes (or on SIGTERM/SIGINT), the process stops reading, lets in-flight stdio transactions
+  finish (bounded by :data:`DRAIN_S`), closes the tunnel (calls still running on it are abandoned as on
+  a drop), closes the browser it launched (an attached one is only disconnected) and exits 0.
 """
 
 from __future__ import annotations
@@ -34,7 +38,16 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from kelpie_gateway.host.app import BrowserOptions, BrowserStack, StartError, start_stack
+from kelpie_gateway.host.app import (
+    BrowserOptions,
+    BrowserStack,
+    StartError,
+    open_transports,
+    start_stack,
+    watch_audit,
+)
+from kelpie_gateway.host.driver import Caller
+from kelpie_gateway.host.tunnel import Tunnel, TunnelConfigError
 
 MAX_LINE = 4 * 1024 * 1024
 """The request cap of CONTRACT.md §8; the engine refuses anything longer without parsing it."""
@@ -111,6 +124,10 @@ class LineReader:
         self._send(None)
 
 
+STDIO_CALLER = Caller(client="stdio", transport="stdio")
+"""Who the stdio client is in the audit log: the process that launched this one."""
+
+
 class StdioServer:
     """The JSON-RPC loop over one :class:`BrowserStack`; see the module docstring."""
 
@@ -136,7 +153,7 @@ class StdioServer:
         task.add_done_callback(self.tasks.discard)
 
     async def _handle(self, line: bytes) -> None:
-        step = await self.stack.driver.mcp(line)
+        step = await self.stack.driver.mcp(line, STDIO_CALLER)
         response = step.get("response")
         if response is not None:
             self.write(response)
@@ -162,27 +179,58 @@ class StdioServer:
 
 
 async def run_stdio(opts: BrowserOptions, rpc_in: int, rpc_out: BinaryIO) -> int:
-    """Start the browser stack and serve MCP on the given descriptors until end of input. Returns the exit
-    status (0, or 1/2 when the stack cannot start: the reason is on stderr)."""
+    """Start the browser stack (and the tunnel with ``--connect``) and serve MCP on the given descriptors
+    until end of input. Returns the exit status (0, or 1/2 when the stack cannot start: the reason is on
+    stderr)."""
     log = stderr_log
+    extras = open_transports(opts, log)
+    if isinstance(extras, str):
+        log(f"error: {extras}")
+        return 2
+    audit, tunnel_opts = extras
     try:
-        stack = await start_stack(opts, log)
-    except StartError as exc:
-        log(f"error: kelpie-gateway mcp could not start: {exc}")
-        return exc.status
+        try:
+            stack = await start_stack(opts, log, audit=audit)
+        except StartError as exc:
+            log(f"error: kelpie-gateway mcp could not start: {exc}")
+            return exc.status
+        try:
+            tunnel = Tunnel(stack.driver, tunnel_opts, log) if tunnel_opts is not None else None
+        except TunnelConfigError as exc:  # the token file went away since the check
+            log(f"error: {exc}")
+            await stack.close()
+            return 2
+        return await _serve_stdio(opts, stack, rpc_in, rpc_out, tunnel)
+    finally:
+        if audit is not None:
+            audit.close()
+
+
+async def _serve_stdio(
+    opts: BrowserOptions, stack: BrowserStack, rpc_in: int, rpc_out: BinaryIO, tunnel: Tunnel | None
+) -> int:
+    log = stderr_log
     server = StdioServer(stack, rpc_in, rpc_out, log)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, server.closed.set)
+    watch_audit(stack.driver.audit)
     core = f"C library {getattr(stack.gateway, 'path', '')}" if opts.via_abi else "Python API"
     log(f"kelpie-gateway mcp: MCP over stdio (newline-delimited JSON-RPC); gateway via {core}")
     log(f"site {stack.site_root} at {stack.site_url.rsplit('/', 1)[0]}/")
     log(f"browser {getattr(stack.renderer, 'description', 'none')}")
+    if stack.driver.audit is not None:
+        log(f"audit log {stack.driver.audit.path} (one JSON line per transaction; SIGHUP reopens it)")
+    if tunnel is not None:
+        log(f"connecting {tunnel.describe()} (MCP over an outbound WebSocket as well as stdio)")
+        tunnel.start()
     try:
         await server.run()
     finally:
         log("stdin closed: shutting down" if not server.broken else "stdout closed: shutting down")
+        if tunnel is not None:
+            await tunnel.close()
         await stack.close()
     return 0
 

@@ -30,9 +30,14 @@ screenshot of a large viewport), anything else JSON-RPC ``-32603``.
 When the socket drops (or the broker disconnects an MCP connection) every call still running on it is
 abandoned: the gateway cancels it (reason ``cancelled``): a dispatched mutation completes with
 ``mayHaveCompleted:true``, its tab becomes ``RECONCILE_REQUIRED`` and its lane stays exclusive until the
-renderer's late reply retires it. The host then reconnects with capped exponential backoff and jitter,
-initializes again and declares the server again (``session/resume`` of the session it had, else a new
-session). MCP connection ids belong to one socket: after a reconnect the broker connects again.
+renderer's late reply retires it. An answer is only ever sent on the socket its request came in on; an
+answer that cannot reach its caller — that socket closed (or the send failed) by the time the call
+completed, or the call's MCP connection was disconnected — is reported to the gateway as undelivered
+(``advance {"transaction", "undelivered": true}``, :meth:`Driver.undelivered`), so a mutation that did
+complete still leaves its tab ``RECONCILE_REQUIRED``, exactly like a dropped HTTP client. The host then
+reconnects with capped exponential backoff and jitter, initializes again and declares the server again
+(``session/resume`` of the session it had, else a new session). MCP connection ids belong to one socket:
+after a reconnect the broker connects again.
 
 Authentication: ``Authorization: Bearer`` on the WebSocket handshake, read from ``--connect-token-file``
 (re-read on every attempt, so a rotated token is picked up) or ``$KELPIE_GATEWAY_CONNECT_TOKEN``; never
@@ -422,7 +427,9 @@ class Tunnel:
         return result if isinstance(result, dict) else {}
 
     # ------------------------------------------------------------------ frames
-    async def _send(self, message: JsonObject) -> None:
+    async def _send(self, message: JsonObject, ws: aiohttp.ClientWebSocketResponse | None = None) -> None:
+        """Send one message on ``ws`` (default: the current socket). Raises :class:`_Closed` when that
+        socket is closed or gone, or the send fails."""
         data = orjson.dumps(message)
         cap = MAX_METHOD_FRAME if "method" in message else MAX_RESPONSE_FRAME
         if len(data) > cap:  # never sent; fit_response keeps tool answers under the cap before this
@@ -435,11 +442,14 @@ class Tunnel:
                     "error": {"code": -32603, "message": f"the response ({len(data)} bytes) is over 8 MiB"},
                 }
             )
-        ws = self._ws
-        if ws is None or ws.closed:
-            raise _Closed("the tunnel is not connected")
+        target = self._ws if ws is None else ws
+        if target is None or target.closed or target is not self._ws:
+            raise _Closed("the socket closed" if ws is not None else "the tunnel is not connected")
         async with self._send_lock:
-            await ws.send_str(data.decode("utf-8"))
+            try:
+                await target.send_str(data.decode("utf-8"))
+            except (ConnectionError, aiohttp.ClientError, RuntimeError) as exc:
+                raise _Closed(f"the socket closed while sending ({_describe(exc)})") from None
 
     async def _read(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         """Read frames until the socket closes; enforce the frame caps before parsing. When it ends, a
@@ -462,8 +472,12 @@ class Tunnel:
                     await self._violation(ws, 1007, "a binary frame that is not UTF-8 JSON")
                     return
             elif frame.type == aiohttp.WSMsgType.ERROR:
-                exc = ws.exception()
-                self.log(f"tunnel: socket error: {_describe(exc) if exc else 'unknown'}")
+                exc = frame.data if isinstance(frame.data, BaseException) else ws.exception()
+                if ws.close_code == CLOSE_TOO_BIG:  # aiohttp refused a frame over max_msg_size while reading
+                    what = f"a frame over the {MAX_RESPONSE_FRAME}-byte (8 MiB) cap"
+                    self.log(f"tunnel: the broker sent {what}; closing the connection")
+                else:
+                    self.log(f"tunnel: socket error: {_describe(exc) if exc else 'unknown'}")
                 return
             else:
                 continue
@@ -475,7 +489,8 @@ class Tunnel:
             except orjson.JSONDecodeError:
                 self._spawn(
                     self._send_quietly(
-                        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}}
+                        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}},
+                        ws,
                     )
                 )
                 continue
@@ -486,14 +501,16 @@ class Tunnel:
                     ws, CLOSE_TOO_BIG, f"a {size}-byte {str(message['method'])[:60]!r} frame"
                 )
                 return
-            self._incoming(message)
+            self._incoming(ws, message)
 
     async def _violation(self, ws: aiohttp.ClientWebSocketResponse, code: int, what: str) -> None:
         self.log(f"tunnel: the broker sent {what} (over the frame cap); closing the connection")
         with contextlib.suppress(Exception):
             await ws.close(code=code, message=b"frame over the cap")
 
-    def _incoming(self, message: JsonObject) -> None:
+    def _incoming(self, ws: aiohttp.ClientWebSocketResponse, message: JsonObject) -> None:
+        """Route one parsed frame: a response to one of ours, a broker request (answered on ``ws``, the
+        socket it came in on), or a notification."""
         method = message.get("method")
         if not isinstance(method, str):
             rid = message.get("id")
@@ -502,7 +519,7 @@ class Tunnel:
                 future.set_result(message)
             return
         if "id" in message:
-            self._spawn(self._answer(message["id"], method, message.get("params")))
+            self._spawn(self._answer(ws, message["id"], method, message.get("params")))
         elif method == "mcp/message":
             self._spawn(self._notify(message.get("params")))
         # other notifications (session/update, …) carry nothing for an MCP server
@@ -512,17 +529,28 @@ class Tunnel:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _send_quietly(self, message: JsonObject) -> None:
+    async def _send_quietly(self, message: JsonObject, ws: aiohttp.ClientWebSocketResponse) -> bool:
+        """Send an answer on the socket its request came in on; False (logged) when it could not be sent."""
         try:
-            await self._send(message)
-        except Exception as exc:  # the socket went away: the answer is lost, the drop handles the rest
-            what = f"{message.get('id')!r}" if "id" in message else "a notification"
+            await self._send(message, ws)
+        except Exception as exc:  # the socket went away: the answer is lost (the caller reports it)
+            what = repr(str(message.get("id"))[:60]) if "id" in message else "a notification"
             self.log(f"tunnel: the answer to request {what} could not be sent ({_describe(exc)})")
+            return False
+        return True
 
     # ------------------------------------------------------------------ broker requests
-    async def _answer(self, rid: Any, method: str, params: Any) -> None:
+    async def _answer(self, ws: aiohttp.ClientWebSocketResponse, rid: Any, method: str, params: Any) -> None:
+        """Answer one broker request on ``ws``. An ``mcp/message`` whose answer cannot reach its caller is
+        reported to the gateway as undelivered (see the module docstring)."""
+        step: JsonObject | None = None
+        gone = False
         try:
-            result = await self._handle(rid, method, params if isinstance(params, dict) else {})
+            args = params if isinstance(params, dict) else {}
+            if method == "mcp/message":
+                result, step, gone = await self._message(rid, args)
+            else:
+                result = await self._handle(method, args)
         except _RpcFailure as exc:
             reply: JsonObject = {
                 "jsonrpc": "2.0",
@@ -534,9 +562,11 @@ class Tunnel:
             reply = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "internal error"}}
         else:
             reply = result if "jsonrpc" in result else {"jsonrpc": "2.0", "id": rid, "result": result}
-        await self._send_quietly(reply)
+        sent = await self._send_quietly(reply, ws)
+        if step is not None and (gone or not sent):
+            self.driver.undelivered(step)
 
-    async def _handle(self, rid: Any, method: str, params: JsonObject) -> JsonObject:
+    async def _handle(self, method: str, params: JsonObject) -> JsonObject:
         if method == "mcp/connect":
             if params.get("acpId") != self.server_id:
                 raise _RpcFailure(f"no MCP server with acpId {str(params.get('acpId'))[:80]!r} here", -32602)
@@ -551,8 +581,6 @@ class Tunnel:
                 call.abandon()
             self.log(f"tunnel: MCP connection {params.get('connectionId')} closed by the broker")
             return {}
-        if method == "mcp/message":
-            return await self._message(rid, params)
         if method == "session/request_permission":
             return allow_option(params)
         raise _RpcFailure(f"method not found: {method[:100]!r}", -32601)
@@ -575,7 +603,9 @@ class Tunnel:
             inner["params"] = params["params"]
         return connection, inner
 
-    async def _message(self, rid: Any, params: Mapping[str, Any]) -> JsonObject:
+    async def _message(self, rid: Any, params: Mapping[str, Any]) -> tuple[JsonObject, JsonObject, bool]:
+        """Run one ``mcp/message`` request: ``(the answer, the complete step, whether the call was
+        abandoned meanwhile: its socket dropped or its MCP connection was disconnected)``."""
         connection, inner = self._inner(rid, params)
         abandon = Abandon()
         calls = self._connections[connection]
@@ -591,11 +621,12 @@ class Tunnel:
             calls.discard(abandon)
         response = step.get("response")
         if not isinstance(response, dict):
-            return {}
+            return {}, step, abandon.abandoned
         if "error" in response:
-            return {"jsonrpc": "2.0", "id": rid, "error": response["error"]}
+            return {"jsonrpc": "2.0", "id": rid, "error": response["error"]}, step, abandon.abandoned
         result = response.get("result")
-        return {"jsonrpc": "2.0", "id": rid, "result": result if result is not None else {}}
+        answer = {"jsonrpc": "2.0", "id": rid, "result": result if result is not None else {}}
+        return answer, step, abandon.abandoned
 
     async def _notify(self, params: Any) -> None:
         """An ``mcp/message`` notification: the inner MCP notification (no answer)."""
