@@ -367,16 +367,23 @@ def test_permission_requests_are_approved(world: World) -> None:
 
 
 @PYTHON
-def test_refusals_over_the_tunnel_are_audited(world: World) -> None:
-    """A refusal by the host's policy at ``authorize`` (authorized:false) and one by validation before it
-    (authorized:null) each leave their line, with the digest of what was asked and nothing else of it."""
+def test_refusals_and_extensions_over_the_tunnel_are_audited(world: World) -> None:
+    """A refusal by the host's policy at ``authorize`` (authorized:false), one by validation before it
+    (authorized:null) and an extension called by its own tool name each leave their line, with the digest
+    of what was asked and nothing else of it (the typed text goes through ``fill`` and never into the log)."""
     async def body() -> None:
         tab = await open_tab(world, "index.html")
         denied = await bc(world, "tab.navigate", {"tabId": tab, "url": f"{BLOCKED}/{TYPED}"})
         assert denied["error"]["code"] == "NOT_AUTHORIZED" and denied["mayHaveCompleted"] is False
         invalid = await bc(world, "tab.type", {"tabId": tab, "ref": "nope", "text": TYPED, "timeoutMs": 0})
         assert invalid["error"]["code"] == "INVALID_PARAMS" and invalid["mayHaveCompleted"] is False
-        world.notes["refused_tab"] = tab
+        form = await open_tab(world, "form.html")
+        field_ = element(await ok(world, "tab.snapshot", {"tabId": form}), "input", "Your name")
+        filled = await mcp(world, "tools/call", {"name": "fill", "arguments": {
+            "tabId": form, "ref": field_["ref"], "text": TYPED}})
+        assert filled["result"]["structuredContent"]["success"] is True, filled
+        assert f"Name has {len(TYPED)} characters" in (await ok(world, "tab.snapshot", {"tabId": form}))["text"]
+        world.notes["refused_tab"], world.notes["filled_tab"] = tab, form
 
     world.run(body())
     tab = world.notes["refused_tab"]
@@ -386,6 +393,9 @@ def test_refusals_over_the_tunnel_are_audited(world: World) -> None:
     invalid = world.wait_audit(lambda a: a["code"] == "INVALID_PARAMS")
     assert invalid["authorized"] is None and invalid["method"] == "tab.type" and invalid["dispatches"] == 0
     assert len(invalid["paramsSha256"]) == 64 and invalid["paramsSha256"] != denied["paramsSha256"]
+    filled = world.wait_audit(lambda a: a["extension"] == "fill")
+    assert filled["method"] == "extension.call" and filled["tabId"] == world.notes["filled_tab"]
+    assert filled["outcome"] == "success" and filled["mutates"] is True and filled["authorized"] is True
     assert TYPED not in world.audit.read_text(encoding="utf-8")
 
 

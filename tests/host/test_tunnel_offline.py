@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -259,24 +260,28 @@ def test_an_answer_lost_with_its_socket_still_requires_a_reconcile(core: str) ->
     run(body())
 
 
-def test_reconnects_back_off_doubling_capped_and_jittered() -> None:
+def test_reconnects_back_off_doubling_capped_and_jittered(tmp_path: Path) -> None:
     """The run loop really waits ``min(cap, initial·2^n)`` scaled by its jitter source between refused
-    attempts, and starts again from ``initial`` once a session was established."""
+    attempts, and starts again from ``initial`` once a session was established. The bearer comes from a
+    token file read on every attempt: rotating the file is what lets the host in."""
     factors = iter([0.0, 0.5, 0.999999, 0.0, 0.999999])
 
     async def body() -> None:
-        broker = Broker("another-token")
+        broker = Broker("the-rotated-token")
         await broker.start()
+        token_file = tmp_path / "broker-token"
+        token_file.write_text("the-old-token\n", encoding="utf-8")
         lines: list[str] = []
         tunnel = tunnel_for(
             broker, HeldRenderer(), lines, rand=lambda: next(factors), backoff_initial_s=0.2, backoff_max_s=0.8,
-            environ={"KELPIE_GATEWAY_CONNECT_TOKEN": "the-host-token"},
+            token_file=token_file, environ={"KELPIE_GATEWAY_CONNECT_TOKEN": "the-rotated-token"},
         )
         tunnel.start()
         try:
             while broker.refused_handshakes < 4:
                 await asyncio.sleep(0.02)
-            broker.token = "the-host-token"  # the broker now accepts it: the next attempt attaches
+            token_file.write_text("the-rotated-token\n", encoding="utf-8")  # the file wins over the env
+            # The next attempt reads the rotated file and attaches.
             peer = await broker.attached(timeout=15)
             await peer.ws.close(code=1011, message=b"restarting")
             await broker.attached(after=len(broker.peers), timeout=15)
@@ -291,7 +296,7 @@ def test_reconnects_back_off_doubling_capped_and_jittered() -> None:
         for gap, wait in zip(gaps, [0.2, 0.6, 0.8, 0.4], strict=False):
             assert gap >= wait * 0.999 - 0.01  # the loop really waited (never less; load only adds)
         assert sum("the broker refused the bearer (HTTP 401)" in line for line in lines) == 4
-        assert not any("the-host-token" in line for line in lines)
+        assert not any("token" in line for line in lines)
 
     run(body())
 
@@ -324,6 +329,42 @@ def test_response_frames_are_capped_at_8_mib_and_unsolicited_big_frames_close() 
             again = await broker.attached(after=broker.peers.index(peer) + 1, timeout=15)
             assert again.handshake == ["initialize", "session/resume"]
             assert any("while no response was due" in line for line in lines), lines
+        finally:
+            await tunnel.close()
+            await broker.stop()
+
+    run(body())
+
+
+def test_an_agent_cancels_a_call_by_its_outer_id() -> None:
+    """``notifications/cancelled {requestId}`` in an ``mcp/message`` notification names the outer
+    JSON-RPC id of the call (the tunnel's correlation): the dispatched close is cancelled at once with an
+    unknown outcome, and the tab needs a reconcile."""
+    async def body() -> None:
+        broker = Broker(None)
+        await broker.start()
+        renderer = HeldRenderer()
+        lines: list[str] = []
+        tunnel = tunnel_for(broker, renderer, lines)
+        tunnel.start()
+        try:
+            peer = await broker.attached(timeout=15)
+            connection = await connect(peer, tunnel)
+            closing = asyncio.ensure_future(tool_call(peer, connection, "tabs.close", {"tabId": "A"}))
+            await renderer.closing.wait()
+            outer = max(peer._waiting)  # the id the broker gave that mcp/message
+            await peer.notify("mcp/message", {"connectionId": connection, "method": "notifications/cancelled",
+                                              "params": {"requestId": outer, "reason": "the user changed their mind"}})
+            envelope = (await asyncio.wait_for(closing, 10))["result"]["structuredContent"]
+            assert envelope["error"]["code"] == "CANCELLED" and envelope["mayHaveCompleted"] is True
+            renderer.release.set()  # the late reply retires the lane
+            for _ in range(100):
+                again = (await tool_call(peer, connection, "tabs.close", {"tabId": "A"}))["result"]["structuredContent"]
+                if again["error"]["code"] != "BUSY":
+                    break
+                await asyncio.sleep(0.05)
+            assert again["error"]["code"] == "RECONCILE_REQUIRED"
+            assert not peer.closed.is_set()  # the connection itself carries on
         finally:
             await tunnel.close()
             await broker.stop()
