@@ -6,7 +6,8 @@ really waits it, and the frame caps on incoming responses."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,24 @@ def tunnel_for(
     return Tunnel(driver, options, lines.append, rand=rand)
 
 
+@contextlib.asynccontextmanager
+async def started(
+    renderer: HeldRenderer | None = None, *, broker: Broker | None = None, **opts: Any
+) -> AsyncIterator[tuple[Broker, Tunnel, list[str]]]:
+    """A broker (started here; pass one to configure it first) and a running tunnel to it, with the host's
+    log lines; both stopped on exit."""
+    broker = broker or Broker(None)
+    await broker.start()
+    lines: list[str] = []
+    tunnel = tunnel_for(broker, renderer or HeldRenderer(), lines, **opts)
+    tunnel.start()
+    try:
+        yield broker, tunnel, lines
+    finally:
+        await tunnel.close()
+        await broker.stop()
+
+
 async def connect(peer: Peer, tunnel: Tunnel) -> str:
     answer = await peer.request("mcp/connect", {"acpId": tunnel.server_id})
     return str(answer["result"]["connectionId"])
@@ -90,33 +109,21 @@ def tool_call(peer: Peer, connection: str, method: str, params: dict[str, Any]) 
 
 def test_a_socket_closed_during_the_handshake_is_retried_at_once() -> None:
     async def body() -> None:
-        broker = Broker(None)
-        broker.drop_initialize = 2
-        await broker.start()
-        lines: list[str] = []
-        tunnel = tunnel_for(broker, HeldRenderer(), lines)
-        tunnel.start()
-        try:
+        dropping = Broker(None)
+        dropping.drop_initialize = 2
+        async with started(broker=dropping) as (broker, _tunnel, lines):
             # Well inside the 30 s handshake timeout: a closed socket fails the waiting request at once.
             peer = await broker.attached(timeout=15)
             assert [p.handshake[0] for p in broker.peers] == ["initialize"] * 3
             assert peer.handshake == ["initialize", "session/new"]
             assert sum("reconnecting in" in line for line in lines) == 2
-        finally:
-            await tunnel.close()
-            await broker.stop()
 
     run(body())
 
 
 def test_an_explicit_session_is_only_ever_resumed() -> None:
     async def body() -> None:
-        broker = Broker(None)
-        await broker.start()
-        lines: list[str] = []
-        tunnel = tunnel_for(broker, HeldRenderer(), lines, session="sess-from-elsewhere")
-        tunnel.start()
-        try:
+        async with started(session="sess-from-elsewhere") as (broker, _tunnel, lines):
             while len(broker.peers) < 3:
                 await asyncio.sleep(0.05)
             assert all("session/new" not in p.handshake for p in broker.peers)
@@ -124,24 +131,16 @@ def test_an_explicit_session_is_only_ever_resumed() -> None:
             broker.sessions["sess-from-elsewhere"] = []  # the broker learns the session: the host attaches
             peer = await broker.attached(timeout=15)
             assert peer.session == "sess-from-elsewhere" and peer.handshake[-1] == "session/resume"
-        finally:
-            await tunnel.close()
-            await broker.stop()
 
     run(body())
 
 
 def test_mcp_disconnect_abandons_the_call_in_flight() -> None:
     async def body() -> None:
-        broker = Broker(None)
-        await broker.start()
         renderer = HeldRenderer()
-        lines: list[str] = []
-        tunnel = tunnel_for(broker, renderer, lines)
-        tunnel.start()
-        try:
+        async with started(renderer) as (broker, tunnel, _lines):
             peer = await broker.attached(timeout=15)
-            connection = (await peer.request("mcp/connect", {"acpId": tunnel.server_id}))["result"]["connectionId"]
+            connection = await connect(peer, tunnel)
 
             def call(method: str, params: dict[str, Any]) -> Any:
                 return peer.request("mcp/message", {"connectionId": connection, "method": "tools/call", "params": {
@@ -155,7 +154,7 @@ def test_mcp_disconnect_abandons_the_call_in_flight() -> None:
             # The connection is gone; a new one sees the lane held until the renderer's late reply.
             gone = await call("tabs.list", {})
             assert gone["error"]["code"] == -32602
-            connection = (await peer.request("mcp/connect", {"acpId": tunnel.server_id}))["result"]["connectionId"]
+            connection = await connect(peer, tunnel)
             busy = (await call("tabs.list", {}))["result"]["structuredContent"]
             assert busy["error"]["code"] == "BUSY"
             renderer.release.set()
@@ -165,9 +164,6 @@ def test_mcp_disconnect_abandons_the_call_in_flight() -> None:
                     break
                 await asyncio.sleep(0.05)
             assert listed["error"]["code"] == "RECONCILE_REQUIRED"
-        finally:
-            await tunnel.close()
-            await broker.stop()
 
     run(body())
 
@@ -222,14 +218,9 @@ def test_an_answer_lost_with_its_socket_still_requires_a_reconcile(core: str) ->
             return {"success": True, "tabId": "A", "generation": 0}
 
     async def body() -> None:
-        broker = Broker(None)
-        await broker.start()
-        lines: list[str] = []
         renderer = ReplyAtTheDrop()
-        tunnel = tunnel_for(broker, renderer, lines, core=core)
-        tunnels.append(tunnel)
-        tunnel.start()
-        try:
+        async with started(renderer, core=core) as (broker, tunnel, lines):
+            tunnels.append(tunnel)
             peer = await broker.attached(timeout=15)
             select = {"tabId": "A"}
             switching = asyncio.ensure_future(tool_call(peer, await connect(peer, tunnel), "tabs.select", select))
@@ -253,9 +244,6 @@ def test_an_answer_lost_with_its_socket_still_requires_a_reconcile(core: str) ->
             assert listed["success"] is True
             again = (await tool_call(peer, connection, "tabs.select", select))["result"]["structuredContent"]
             assert again["success"] is True and ReplyAtTheDrop.switches == 2  # observed: allowed again
-        finally:
-            await tunnel.close()
-            await broker.stop()
 
     run(body())
 
@@ -267,17 +255,12 @@ def test_reconnects_back_off_doubling_capped_and_jittered(tmp_path: Path) -> Non
     factors = iter([0.0, 0.5, 0.999999, 0.0, 0.999999])
 
     async def body() -> None:
-        broker = Broker("the-rotated-token")
-        await broker.start()
         token_file = tmp_path / "broker-token"
         token_file.write_text("the-old-token\n", encoding="utf-8")
-        lines: list[str] = []
-        tunnel = tunnel_for(
-            broker, HeldRenderer(), lines, rand=lambda: next(factors), backoff_initial_s=0.2, backoff_max_s=0.8,
-            token_file=token_file, environ={"KELPIE_GATEWAY_CONNECT_TOKEN": "the-rotated-token"},
-        )
-        tunnel.start()
-        try:
+        async with started(
+            broker=Broker("the-rotated-token"), rand=lambda: next(factors), backoff_initial_s=0.2,
+            backoff_max_s=0.8, token_file=token_file, environ={"KELPIE_GATEWAY_CONNECT_TOKEN": "the-rotated-token"},
+        ) as (broker, _tunnel, lines):
             while broker.refused_handshakes < 4:
                 await asyncio.sleep(0.02)
             token_file.write_text("the-rotated-token\n", encoding="utf-8")  # the file wins over the env
@@ -285,9 +268,6 @@ def test_reconnects_back_off_doubling_capped_and_jittered(tmp_path: Path) -> Non
             peer = await broker.attached(timeout=15)
             await peer.ws.close(code=1011, message=b"restarting")
             await broker.attached(after=len(broker.peers), timeout=15)
-        finally:
-            await tunnel.close()
-            await broker.stop()
         waits = [float(line.rsplit(" in ", 1)[1].split()[0]) for line in lines if "reconnecting in" in line]
         # Refused attempts n = 1, 2, 3, 4: 0.4·0.5, 0.8·0.75, 0.8·1 (capped), 0.8·0.5; after the session:
         # n = 0 again, 0.2·1.
@@ -303,13 +283,9 @@ def test_reconnects_back_off_doubling_capped_and_jittered(tmp_path: Path) -> Non
 
 def test_response_frames_are_capped_at_8_mib_and_unsolicited_big_frames_close() -> None:
     async def body() -> None:
-        broker = Broker(None)
-        broker.initialize_pad = MAX_RESPONSE_FRAME  # the answer to the host's initialize: over 8 MiB
-        await broker.start()
-        lines: list[str] = []
-        tunnel = tunnel_for(broker, HeldRenderer(), lines)
-        tunnel.start()
-        try:
+        padded = Broker(None)
+        padded.initialize_pad = MAX_RESPONSE_FRAME  # the answer to the host's initialize: over 8 MiB
+        async with started(broker=padded) as (broker, _tunnel, lines):
             while not broker.peers or not broker.peers[0].closed.is_set():
                 await asyncio.sleep(0.02)
             # Refused while reading: the host closes (1009 on its side; the broker, still sending, may only
@@ -329,9 +305,6 @@ def test_response_frames_are_capped_at_8_mib_and_unsolicited_big_frames_close() 
             again = await broker.attached(after=broker.peers.index(peer) + 1, timeout=15)
             assert again.handshake == ["initialize", "session/resume"]
             assert any("while no response was due" in line for line in lines), lines
-        finally:
-            await tunnel.close()
-            await broker.stop()
 
     run(body())
 
@@ -341,13 +314,8 @@ def test_an_agent_cancels_a_call_by_its_outer_id() -> None:
     JSON-RPC id of the call (the tunnel's correlation): the dispatched close is cancelled at once with an
     unknown outcome, and the tab needs a reconcile."""
     async def body() -> None:
-        broker = Broker(None)
-        await broker.start()
         renderer = HeldRenderer()
-        lines: list[str] = []
-        tunnel = tunnel_for(broker, renderer, lines)
-        tunnel.start()
-        try:
+        async with started(renderer) as (broker, tunnel, _lines):
             peer = await broker.attached(timeout=15)
             connection = await connect(peer, tunnel)
             closing = asyncio.ensure_future(tool_call(peer, connection, "tabs.close", {"tabId": "A"}))
@@ -365,8 +333,5 @@ def test_an_agent_cancels_a_call_by_its_outer_id() -> None:
                 await asyncio.sleep(0.05)
             assert again["error"]["code"] == "RECONCILE_REQUIRED"
             assert not peer.closed.is_set()  # the connection itself carries on
-        finally:
-            await tunnel.close()
-            await broker.stop()
 
     run(body())
