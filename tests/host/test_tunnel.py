@@ -452,6 +452,13 @@ def test_bad_connect_settings_are_usage_errors(tmp_path: Path) -> None:
     (tmp_path / "blocker").write_text("a file, not a folder", encoding="utf-8")
     unwritable = run("--audit-log", str(tmp_path / "blocker" / "audit.jsonl"))
     assert unwritable.returncode == 2 and "--audit-log" in unwritable.stderr
+    # The same rules for `mcp` (stdio), before any browser starts; stdout stays empty (it is JSON-RPC's).
+    stdio = [sys.executable, "-m", "kelpie_gateway.host.cli", "mcp", "--browser", "none"]
+    for args, needle in ((["--connect", "ws://broker.example.com/acp"], "only to a loopback broker"),
+                         (["--audit-log", str(tmp_path / "blocker" / "audit.jsonl")], "--audit-log")):
+        refused = subprocess.run([*stdio, *args], capture_output=True, text=True, env=env, timeout=60,
+                                 stdin=subprocess.DEVNULL)
+        assert refused.returncode == 2 and needle in refused.stderr and refused.stdout == ""
 
 
 @PYTHON
