@@ -188,3 +188,39 @@ def test_a_config_file_the_host_cannot_honour_is_refused_at_start(
     assert done.returncode == 2
     assert done.stdout == b""
     assert says in done.stderr.decode(), done.stderr
+
+
+def test_mcp_is_answered_while_the_browser_is_still_starting(tmp_path: Path) -> None:
+    """An MCP client that launches ``kelpie-gateway mcp`` gets its handshake (or ``server/discover``)
+    answered at once, not after Chromium is up: the SDK's discover probe gives up after 10 s and a slow
+    browser start would otherwise push it back to the old handshake. Browser calls wait for the browser."""
+    launched = tmp_path / "launched"
+    slow = tmp_path / "slow-chromium"
+    slow.write_text(f'#!/bin/sh\nsleep 8\ntouch "{launched}"\nexec /usr/bin/chromium "$@"\n')
+    slow.chmod(0o755)
+    with StdioHost(["--browser-executable", str(slow)]) as host:
+        init = host.initialize()
+        assert init["result"]["serverInfo"]["name"] == "kelpie-browser-gateway"
+        assert not launched.exists()  # answered before the browser was even executed
+        tools = host.request(2, "tools/list")["result"]["tools"]
+        assert any(t["name"] == "kelpie_browser_control" for t in tools)
+        assert not launched.exists()
+        envelope = host.control(3, "tabs.list", {})  # waits for the browser instead of failing
+        assert launched.exists()
+        assert envelope["success"] and envelope["result"]["tabs"][0]["title"] == "Kelpie fixture site"
+        host.close_stdin()
+        assert host.wait(60) == 0
+    assert any("browser starting" in line for line in host.log)
+    assert any(line.startswith("browser chromium") for line in host.log)
+
+
+def test_a_browser_that_cannot_start_ends_the_stdio_session_with_a_reason(tmp_path: Path) -> None:
+    broken = tmp_path / "broken-chromium"
+    broken.write_text("#!/bin/sh\necho 'this is not a browser' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    with StdioHost(["--browser-executable", str(broken)]) as host:
+        init = host.initialize()
+        assert init["result"]["serverInfo"]["name"] == "kelpie-browser-gateway"
+        assert host.wait(120) == 1  # the session ends by itself: stdin is still open
+        assert host.garbage == []
+    assert any("could not start the browser" in line for line in host.log), host.log

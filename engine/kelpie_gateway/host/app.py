@@ -12,7 +12,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,6 +118,9 @@ class BrowserStack:
     driver: Driver
     runners: list[web.AppRunner]
     policy: SitePolicy
+    browser_ready: asyncio.Future[None] | None = None
+    """With ``start_stack(defer_browser=True)``: resolves when the browser is up; raises
+    :class:`StartError` when it could not start (None: the browser was started before returning)."""
 
     async def close(self) -> None:
         """Drain late renderer replies (bounded), stop the site server, close (or detach from) the browser
@@ -145,12 +148,64 @@ def _gateway_config(opts: BrowserOptions, browser: bool) -> dict[str, Any]:
     return config
 
 
+class StartingRenderer:
+    """A renderer whose browser is still starting (``kelpie-gateway mcp``): calls wait for the start and,
+    if it failed, answer ``BROWSER_UNAVAILABLE`` with ``mayHaveCompleted:false`` (nothing was sent to a
+    browser). Everything else is the started renderer's. The engine answers ``server/discover``,
+    ``initialize`` and ``tools/list`` without a renderer, so an MCP client is answered at once while
+    Chromium starts (docs/host.md "Start-up over stdio")."""
+
+    def __init__(self, inner: Any, started: asyncio.Future[None]) -> None:
+        self.inner = inner
+        self.started = started
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def _up(self) -> bool:
+        try:
+            await asyncio.shield(self.started)
+        except Exception:
+            return False
+        return True
+
+    async def call(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        if not await self._up():
+            return {
+                "success": False,
+                "error": {"code": "BROWSER_UNAVAILABLE", "message": "the browser could not be started"},
+                "mayHaveCompleted": False,
+            }
+        result: dict[str, Any] = await self.inner.call(method, params)
+        return result
+
+    async def stop_script(self, tab_id: str | None) -> bool:
+        return self.started.done() and await self._up() and bool(await self.inner.stop_script(tab_id))
+
+    async def close_target(self, tab_id: str | None) -> bool:
+        return self.started.done() and await self._up() and bool(await self.inner.close_target(tab_id))
+
+    async def close(self) -> None:
+        if not self.started.done():
+            with contextlib.suppress(BaseException):
+                await self.started
+        await self.inner.close()
+
+
 async def start_stack(
-    opts: BrowserOptions, log: Callable[[str], None], *, audit: AuditLog | None = None
+    opts: BrowserOptions,
+    log: Callable[[str], None],
+    *,
+    audit: AuditLog | None = None,
+    defer_browser: bool = False,
 ) -> BrowserStack:
     """Start the site server, the browser (launched, on a profile, or attached; site policy and rich
     extensions installed) and the gateway. Raises :class:`StartError` (nothing left running) when any of
-    them cannot start. ``audit``: where the driver records every transaction (``serve --audit-log``)."""
+    them cannot start. ``audit``: where the driver records every transaction (``serve --audit-log``).
+
+    ``defer_browser``: return before the browser is up (its calls wait for it, see
+    :class:`StartingRenderer`); :attr:`BrowserStack.browser_ready` then tells when it is, or raises
+    :class:`StartError` when it could not start (the caller stops the stack)."""
     try:
         policy = SitePolicy.from_flags(opts.allowed_origins, opts.blocked_origins)
     except PolicyError as exc:
@@ -183,6 +238,7 @@ async def start_stack(
 
     runners: list[web.AppRunner] = []
     renderer: Renderer = NoRenderer()
+    ready: asyncio.Future[None] | None = None
     gateway_box: list[GatewayLike] = []
 
     def invalidate(tab_id: str) -> None:
@@ -210,9 +266,13 @@ async def start_stack(
             )
             renderer = chromium
             RichExtensions(chromium).install()
-            await chromium.start(site_url)
             if guard is not None:
                 renderer = PolicyRenderer(chromium, guard)
+            if defer_browser:
+                ready = asyncio.ensure_future(_start_browser(chromium, site_url))
+                renderer = StartingRenderer(renderer, ready)
+            else:
+                await chromium.start(site_url)
         gateway = make_gateway(config, via_abi=opts.via_abi, library=opts.abi_library)
         gateway_box.append(gateway)
     except Exception as exc:
@@ -221,8 +281,15 @@ async def start_stack(
                 await runner.cleanup()
         await renderer.close()
         raise StartError(f"{type(exc).__name__}: {_first_line(exc)}") from None
-    driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit)
-    return BrowserStack(site_root, site_url, renderer, gateway, driver, runners, policy)
+    driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit, ready=ready)
+    return BrowserStack(site_root, site_url, renderer, gateway, driver, runners, policy, ready)
+
+
+async def _start_browser(chromium: ChromiumRenderer, site_url: str) -> None:
+    try:
+        await chromium.start(site_url)
+    except Exception as exc:
+        raise StartError(f"{type(exc).__name__}: {_first_line(exc)}") from None
 
 
 def is_loopback_url(url: str) -> bool:

@@ -139,12 +139,14 @@ class Driver:
         log: Callable[[str], None],
         authorize: Callable[[Mapping[str, Any]], JsonObject] | None = None,
         audit: AuditLog | None = None,
+        ready: asyncio.Future[None] | None = None,
     ) -> None:
         self.gateway = gateway
         self.renderer = renderer
         self.log = log
         self._policy = authorize
         self.audit = audit
+        self._ready = ready
         self._late: set[asyncio.Future[Any]] = set()
         self._inflight: dict[str, _Inflight] = {}
         self._retiring: dict[str, str | None] = {}  # transaction -> tab of its stuck dispatch
@@ -299,6 +301,11 @@ class Driver:
         if not isinstance(timeout_ms, int) or timeout_ms <= 0:
             timeout_ms = DEFAULT_TIMEOUT_MS
         tab = params.get("tabId") if isinstance(params, Mapping) else None
+        if self._ready is not None and not self._ready.done():
+            # The browser is still starting (``mcp``): its start-up is not the dispatch's time. A start
+            # that fails lets the call through, which answers BROWSER_UNAVAILABLE with nothing sent.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._ready)
         flight = _Inflight(tab if isinstance(tab, str) else None, asyncio.get_running_loop().create_future())
         self._inflight[transaction] = flight
         call = asyncio.ensure_future(self._call(method, params))

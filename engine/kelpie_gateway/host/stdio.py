@@ -190,7 +190,7 @@ async def run_stdio(opts: BrowserOptions, rpc_in: int, rpc_out: BinaryIO) -> int
     audit, tunnel_opts = extras
     try:
         try:
-            stack = await start_stack(opts, log, audit=audit)
+            stack = await start_stack(opts, log, audit=audit, defer_browser=True)
         except StartError as exc:
             log(f"error: kelpie-gateway mcp could not start: {exc}")
             return exc.status
@@ -219,20 +219,45 @@ async def _serve_stdio(
     core = f"C library {getattr(stack.gateway, 'path', '')}" if opts.via_abi else "Python API"
     log(f"kelpie-gateway mcp: MCP over stdio (newline-delimited JSON-RPC); gateway via {core}")
     log(f"site {stack.site_root} at {stack.site_url.rsplit('/', 1)[0]}/")
-    log(f"browser {getattr(stack.renderer, 'description', 'none')}")
+    if stack.browser_ready is None:
+        log(f"browser {getattr(stack.renderer, 'description', 'none')}")
+    else:
+        log("browser starting (MCP is answered meanwhile; browser calls wait for it)")
     if stack.driver.audit is not None:
         log(f"audit log {stack.driver.audit.path} (one JSON line per transaction; SIGHUP reopens it)")
     if tunnel is not None:
         log(f"connecting {tunnel.describe()} (MCP over an outbound WebSocket as well as stdio)")
         tunnel.start()
+    status = 0
+
+    def browser_started(ready: asyncio.Future[None]) -> None:
+        nonlocal status
+        if ready.cancelled():
+            return
+        exc = ready.exception()
+        if exc is None:
+            log(f"browser {getattr(stack.renderer, 'description', 'none')}")
+            return
+        log(f"error: kelpie-gateway mcp could not start the browser: {exc}")
+        status = exc.status if isinstance(exc, StartError) else 1
+        server.closed.set()
+
+    if stack.browser_ready is not None:
+        stack.browser_ready.add_done_callback(browser_started)
     try:
         await server.run()
     finally:
-        log("stdin closed: shutting down" if not server.broken else "stdout closed: shutting down")
+        log(
+            "stdout closed: shutting down"
+            if server.broken
+            else "shutting down"
+            if status
+            else "stdin closed: shutting down"
+        )
         if tunnel is not None:
             await tunnel.close()
         await stack.close()
-    return 0
+    return status
 
 
 def main_stdio(opts: BrowserOptions) -> int:
