@@ -53,6 +53,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -78,6 +79,8 @@ from kelpie_gateway.host.launch import HostProcess  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
+from mcp_types import REQUEST_TIMEOUT  # noqa: E402
 
 PEER_DIR = ROOT / "build" / "peers"
 PEERS = {  # target name: (npm package, pinned version, bin)
@@ -220,7 +223,10 @@ def _texts(result: Any) -> str:
 
 
 class Target:
-    """One MCP server and one SDK client on it; subclasses map the four operations onto its tools."""
+    """One MCP server and one SDK client on it; subclasses map the four operations onto its tools.
+
+    The client lives in a worker task of its own that runs the calls one by one: a timed-out or broken
+    client (and any cancel scope the SDK leaves behind) dies with its worker, never with the run."""
 
     name = ""
 
@@ -228,31 +234,111 @@ class Target:
         self.work = work
         self.executable = executable
         self.client: Client | None = None
-        self._stack: AsyncExitStack | None = None
+        self.warm_url = ""
+        self._jobs: asyncio.Queue[tuple[Callable[[], Any], asyncio.Future[Any]] | None] = asyncio.Queue()
+        self._worker: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
+    async def open(self, stack: AsyncExitStack) -> Client:
+        """Start the server and return a connected client (its contexts entered on ``stack``)."""
         raise NotImplementedError
 
+    async def ready(self) -> None:
+        """After connecting: what the target needs before the first measurement (a tab, a page id)."""
+
+    async def after_close(self) -> None:
+        """After the worker ended: stop what ``open`` started outside the stack."""
+
+    async def start(self) -> None:
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._jobs = asyncio.Queue()
+        self._worker = asyncio.create_task(self._serve(ready))
+        await asyncio.wait({ready, self._worker}, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            ready.cancel()
+            raise CallFailed(f"{self.name} did not start: {self._worker_error()}")
+        ready.result()
+        await self.ready()
+
+    async def _serve(self, ready: asyncio.Future[None]) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                self.client = await self.open(stack)
+                ready.set_result(None)
+                while (job := await self._jobs.get()) is not None:
+                    make, answer = job
+                    try:
+                        value = await make()
+                    except Exception as exc:
+                        if not answer.done():
+                            answer.set_exception(exc)
+                    else:
+                        if not answer.done():
+                            answer.set_result(value)
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+        finally:
+            self.client = None
+
+    def _worker_error(self) -> str:
+        worker = self._worker
+        if worker is None or not worker.done():
+            return "still running"
+        if worker.cancelled():
+            return "cancelled"
+        exc = worker.exception()
+        return f"{type(exc).__name__}: {exc}"[:300] if exc else "ended"
+
     async def close(self) -> None:
-        stack, self._stack, self.client = self._stack, None, None
-        if stack is not None:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                async with asyncio.timeout(30):  # same task: anyio's cancel scopes require it
-                    await stack.aclose()
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            self._jobs.put_nowait(None)
+            done, _ = await asyncio.wait({worker}, timeout=60)
+            if not done:
+                worker.cancel()
+                await asyncio.wait({worker}, timeout=30)
+            if worker.done() and not worker.cancelled():
+                worker.exception()  # retrieved: a broken client is expected here
+        await self.after_close()
+
+    async def launch(self, warm_url: str) -> None:
+        """Start, then one untimed navigation: a server that launches its browser lazily (Playwright MCP
+        does, on the first tool call) pays for it here, not in the first measurement."""
+        self.warm_url = warm_url
+        await self.start()
+        await self.navigate(warm_url, 120)
 
     async def restart(self) -> None:
         await self.close()
-        await self.start()
+        await self.launch(self.warm_url)
+
+    async def raw_call(self, tool: str, args: dict[str, Any], timeout: float) -> Any:
+        """``tools/call`` in the worker, with the SDK's own per-request timeout (it sends the courtesy
+        cancel and raises cleanly); a worker that does not answer within a minute more counts as timed out."""
+        worker, client = self._worker, self.client
+        if worker is None or worker.done() or client is None:
+            raise CallFailed(f"{tool}: the client is gone ({self._worker_error()})")
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._jobs.put_nowait((lambda: client.call_tool(tool, args, read_timeout_seconds=timeout), answer))
+        what = args.get("method", tool)
+        await asyncio.wait({answer, worker}, timeout=timeout + 60, return_when=asyncio.FIRST_COMPLETED)
+        if not answer.done():
+            answer.cancel()
+            if worker.done():
+                raise CallFailed(f"{what}: the client broke ({self._worker_error()})")
+            raise CallTimeout(f"{what} after {timeout:.0f} s (no answer)")
+        try:
+            return answer.result()
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                raise CallTimeout(f"{what} after {timeout:.0f} s") from exc
+            raise CallFailed(f"{tool}: MCP error {exc.code}: {exc}"[:300]) from exc
+        except Exception as exc:  # a transport failure
+            raise CallFailed(f"{tool}: {type(exc).__name__}: {exc}"[:300]) from exc
 
     async def call(self, tool: str, args: dict[str, Any], timeout: float) -> Any:
-        assert self.client is not None
-        try:
-            async with asyncio.timeout(timeout):
-                result = await self.client.call_tool(tool, args)
-        except TimeoutError as exc:
-            raise CallTimeout(f"{tool} after {timeout:.0f} s") from exc
-        except Exception as exc:  # an MCP error answer, a transport failure
-            raise CallFailed(f"{tool}: {type(exc).__name__}: {exc}"[:300]) from exc
+        result = await self.raw_call(tool, args, timeout)
         if result.is_error:
             raise CallFailed(f"{tool}: {_texts(result)[:300]}")
         return result
@@ -287,39 +373,31 @@ class Product(Target):
         self.process: HostProcess | None = None
         self.tab = ""
 
-    async def start(self) -> None:
+    async def open(self, stack: AsyncExitStack) -> Client:
         state = self.work / f"{self.name}-state"
         state.mkdir(exist_ok=True, mode=0o700)
-        args = [
-            "--approve-pairing",
-            "auto",
-            "--pairings",
-            "memory",
-            "--browser-executable",
-            self.executable,
-            "--viewport",
-            f"{VIEWPORT[0]}x{VIEWPORT[1]}",
-            "--site",
-            str(self.work / "pages"),
-        ]
+        args = ["--approve-pairing", "auto", "--pairings", "memory", "--browser-executable", self.executable]
+        args += ["--viewport", f"{VIEWPORT[0]}x{VIEWPORT[1]}", "--site", str(self.work / "pages")]
         if self.via_abi:
             args.append("--via-abi")
         self.process = HostProcess(args, env={"KELPIE_GATEWAY_STATE_DIR": str(state)})
         await asyncio.to_thread(self.process.start)
         token = await asyncio.to_thread(self.process.pair, "bench-peers")
-        stack = AsyncExitStack()
-        stack.callback(self.process.stop)
+        bearer = {"Authorization": f"Bearer {token}"}
         http = await stack.enter_async_context(
-            httpx2.AsyncClient(
-                headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30.0, read=600.0)
-            )
+            httpx2.AsyncClient(headers=bearer, timeout=httpx2.Timeout(30.0, read=600.0))
         )
-        self.client = await stack.enter_async_context(
-            Client(streamable_http_client(f"{self.process.url}/mcp", http_client=http))
-        )
-        self._stack = stack
+        transport = streamable_http_client(f"{self.process.url}/mcp", http_client=http)
+        return await stack.enter_async_context(Client(transport, read_timeout_seconds=120))
+
+    async def ready(self) -> None:
         tabs = await self.control("tabs.list", {}, 60)
         self.tab = str(next(t for t in tabs["tabs"] if t.get("active"))["tabId"])
+
+    async def after_close(self) -> None:
+        process, self.process = self.process, None
+        if process is not None:
+            await asyncio.to_thread(process.stop)
 
     async def control(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         """``kelpie_browser_control`` ``method``; its result (the envelope's)."""
@@ -336,7 +414,7 @@ class Product(Target):
             if left <= 0:
                 raise CallTimeout(f"{method}: still refused ({error['code']}) after {timeout:.0f} s")
             args = {"method": method, "params": params}
-            result = await self.call("kelpie_browser_control", args, left)
+            result = await self.raw_call("kelpie_browser_control", args, left)  # errors: envelopes
             envelope = result.structured_content
             if not isinstance(envelope, dict):
                 raise CallFailed(f"{method}: no envelope in {_texts(result)[:200]!r}")
@@ -347,17 +425,6 @@ class Product(Target):
                 break
             await asyncio.sleep(0.2)
         raise CallFailed(f"{method}: {error['code']}: {error.get('message', '')}"[:300])
-
-    async def call(self, tool: str, args: dict[str, Any], timeout: float) -> Any:
-        # a tool error is an envelope with success:false, judged by _bc(), not here
-        assert self.client is not None
-        try:
-            async with asyncio.timeout(timeout):
-                return await self.client.call_tool(tool, args)
-        except TimeoutError as exc:
-            raise CallTimeout(f"{args.get('method', tool)} after {timeout:.0f} s") from exc
-        except Exception as exc:
-            raise CallFailed(f"{tool}: {type(exc).__name__}: {exc}"[:300]) from exc
 
     @staticmethod
     def _ms(timeout: float) -> int:
@@ -406,25 +473,17 @@ class Peer(Target):
     def args(self) -> list[str]:
         raise NotImplementedError
 
-    async def start(self) -> None:
+    async def open(self, stack: AsyncExitStack) -> Client:
         cwd = self.work / self.name
         cwd.mkdir(exist_ok=True)
+        # CI=1: DevTools MCP sends no usage statistics
         params = StdioServerParameters(
             command=str(peer_bin(self.name)), args=self.args(), cwd=cwd, env={"CI": "1"}
-        )  # CI: DevTools MCP sends no usage statistics
-        stack = AsyncExitStack()
+        )
         errlog = stack.enter_context(open(cwd / "stderr.log", "a", encoding="utf-8"))  # noqa: SIM115
-        try:
-            async with asyncio.timeout(120):
-                self.client = await stack.enter_async_context(Client(stdio_client(params, errlog=errlog)))
-        except BaseException:
-            await stack.aclose()
-            raise
-        self._stack = stack
-        await self.ready()
-
-    async def ready(self) -> None:
-        pass
+        return await stack.enter_async_context(
+            Client(stdio_client(params, errlog=errlog), read_timeout_seconds=120)
+        )
 
 
 class Playwright(Peer):
@@ -549,13 +608,13 @@ async def step(target: Target, rec: Record, metric: str, make: Callable[[], Any]
         rec.add(metric, "timeout")
         rec.given_up.add(metric)
         rec.notes.append(f"{note}: timeout ({exc})")
-        print(f"bench_peers:   {target.name} {metric}: timeout", file=sys.stderr)
+        print(f"bench_peers:   {target.name} {metric}: timeout ({exc}); restarting it", file=sys.stderr)
         await _restart(target, rec)
         return None
     except CallFailed as exc:
         rec.add(metric, "fails")
         rec.notes.append(f"{note}: fails ({exc})")
-        print(f"bench_peers:   {target.name} {metric}: fails", file=sys.stderr)
+        print(f"bench_peers:   {target.name} {metric}: fails ({exc})", file=sys.stderr)
         return None
     rec.add(metric, seconds)
     print(f"bench_peers:   {target.name} {metric}: {fmt_seconds(seconds)}", file=sys.stderr)
@@ -654,7 +713,7 @@ async def run(args: argparse.Namespace) -> tuple[dict[str, Record], dict[str, An
             for n, target in targets.items():
                 print(f"bench_peers: starting {LABELS[n]} …", file=sys.stderr)
                 try:
-                    await target.start()
+                    await target.launch(f"{base}/index.html")
                 except Exception as exc:
                     records[n].dead = True
                     records[n].notes.append(f"start failed: {type(exc).__name__}: {exc}"[:300])
@@ -880,7 +939,13 @@ def main() -> None:
         ap.error(f"--pages: unknown page {bad[0]!r} (choose from small, 10k, 100k)")
     if args.reps < 1:
         ap.error("--reps must be at least 1")
-    records, meta = asyncio.run(run(args))
+    # SIGTERM unwinds like Ctrl-C, so every host, peer and browser started is stopped on the way out
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        records, meta = asyncio.run(run(args))
+    except KeyboardInterrupt:
+        print("bench_peers: interrupted; every target was stopped", file=sys.stderr)
+        raise SystemExit(130) from None
     load = " ".join(f"{x:.1f}" for x in meta["load_before"]), " ".join(f"{x:.1f}" for x in meta["load_after"])
     versions = ", ".join(f"{LABELS[n]}" for n in args.only if n in PEERS)
     print(
