@@ -248,6 +248,9 @@ class Target:
     async def after_close(self) -> None:
         """After the worker ended: stop what ``open`` started outside the stack."""
 
+    async def recover(self) -> None:
+        """After a failed call, untimed: bring the target back to a usable state."""
+
     async def start(self) -> None:
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._jobs = asyncio.Queue()
@@ -391,13 +394,19 @@ class Product(Target):
         return await stack.enter_async_context(Client(transport, read_timeout_seconds=120))
 
     async def ready(self) -> None:
-        tabs = await self.control("tabs.list", {}, 60)
-        self.tab = str(next(t for t in tabs["tabs"] if t.get("active"))["tabId"])
+        """The active tab (or any), else a new one."""
+        tabs = (await self.control("tabs.list", {}, 60))["tabs"]
+        if tabs:
+            self.tab = str(next((t for t in tabs if t.get("active")), tabs[0])["tabId"])
+        else:
+            self.tab = str((await self.control("tabs.open", {"url": "about:blank"}, 60))["tabId"])
 
     async def after_close(self) -> None:
         process, self.process = self.process, None
         if process is not None:
             await asyncio.to_thread(process.stop)
+            with open(self.work / f"{self.name}-host.log", "a", encoding="utf-8") as log:
+                log.write("\n".join(process.lines) + "\n")
 
     async def control(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         """``kelpie_browser_control`` ``method``; its result (the envelope's)."""
@@ -431,9 +440,13 @@ class Product(Target):
         return int(min(30_000, max(1_000, timeout * 1000)))
 
     async def navigate(self, url: str, timeout: float) -> None:
-        await self.control(
-            "tab.navigate", {"tabId": self.tab, "url": url, "timeoutMs": self._ms(timeout)}, timeout
-        )
+        params = {"tabId": self.tab, "url": url, "timeoutMs": self._ms(timeout)}
+        await self.control("tab.navigate", params, timeout)
+
+    async def recover(self) -> None:
+        # after a failure (e.g. a TIMEOUT whose overdue script made the host close the page): tabs.list
+        # settles RECONCILE_REQUIRED and names the tabs that exist; take one (or open one), as an agent would
+        await self.ready()
 
     async def snapshot(self, timeout: float, cursor: str | None = None) -> Snap:
         params: dict[str, Any] = {"tabId": self.tab, "timeoutMs": self._ms(timeout)}
@@ -615,6 +628,10 @@ async def step(target: Target, rec: Record, metric: str, make: Callable[[], Any]
         rec.add(metric, "fails")
         rec.notes.append(f"{note}: fails ({exc})")
         print(f"bench_peers:   {target.name} {metric}: fails ({exc})", file=sys.stderr)
+        try:
+            await target.recover()
+        except (CallTimeout, CallFailed) as again:
+            rec.notes.append(f"{note}: recovering after it: {again}")
         return None
     rec.add(metric, seconds)
     print(f"bench_peers:   {target.name} {metric}: {fmt_seconds(seconds)}", file=sys.stderr)
@@ -731,6 +748,10 @@ async def run(args: argparse.Namespace) -> tuple[dict[str, Record], dict[str, An
                 await target.close()
             server.shutdown()
             server.server_close()
+            if args.logs:  # the hosts' output and the peers' stderr, for a failure worth a closer look
+                shutil.copytree(
+                    work, args.logs, ignore=shutil.ignore_patterns("pages", "*-state"), dirs_exist_ok=True
+                )
     meta["load_after"] = os.getloadavg()
     meta["chromium"] = subprocess.run(
         [args.executable, "--version"], capture_output=True, text=True
@@ -922,6 +943,7 @@ def main() -> None:
     )
     ap.add_argument("--executable", default=DEFAULT_CHROMIUM, help="the Chromium every target runs")
     ap.add_argument("--json", metavar="FILE", help="also write every raw figure to FILE")
+    ap.add_argument("--logs", metavar="DIR", help="keep the hosts' output and the peers' stderr in DIR")
     args = ap.parse_args()
     wanted: list[str] = []
     for item in (s.strip() for s in args.only.split(",") if s.strip()):
