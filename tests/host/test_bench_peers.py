@@ -1,0 +1,59 @@
+"""``tools/bench_peers`` keeps working (issue 16): a benchmark, not a timed test, so this runs it cheaply — the
+product only (Python API and ``--via-abi``, real headless Chromium), one repetition, the small page — and
+checks that it prints its table with a figure in every product cell. No timing is asserted."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIGURE = re.compile(r"^\d+(\.\d+)?( ms| s|k)?$")  # "43 ms", "1.58 s", "1.4k", "812"
+
+
+@pytest.mark.timeout(600)
+def test_bench_peers_prints_a_figure_in_every_product_cell(tmp_path: Path) -> None:
+    raw = tmp_path / "raw.json"
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "bench_peers.py"),
+            "--only",
+            "product",
+            "--reps",
+            "1",
+            "--pages",
+            "small",
+            "--json",
+            str(raw),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = [line for line in run.stdout.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    assert header[:3] == ["metric", "product (Python API)", "product (--via-abi)"], header
+    body = {
+        cells[0]: cells[1:3] for cells in ([c.strip() for c in r.strip("|").split("|")] for r in rows[2:])
+    }
+    expected = [
+        "navigate to the small page",
+        "small page: first snapshot after loading",
+        "small page: first snapshot, characters",
+        "small page: repeated snapshot",
+        "click by ref",
+        "type by ref",
+    ]
+    assert list(body) == expected, run.stdout
+    for metric, cells in body.items():
+        for cell in cells:
+            assert FIGURE.match(cell), (metric, cell, run.stdout)
+    # nothing failed on the way (a failed click or type would be a note, and its cell would not be a figure)
+    assert "notes:" not in run.stdout, run.stdout
+    assert raw.exists()
