@@ -662,15 +662,13 @@ function isNotable(el, tag, role) {
 // Heuristic for a closed shadow root (unreadable from any script): a possible host with no open root whose
 // rendered box holds content its light DOM does not explain.
 function closedShadowSuspect(el, tag, rec) {
+  if (!mayHideShadow(el, tag)) return false;
   const custom = tag.includes("-");
-  if (!custom && (!VALID_SHADOW_HOSTS.has(tag) || LAYOUT_CONTAINERS.has(tag))) return false;
-  if (!isHTML(el)) return false;
   const st = rec.raw;
   let hasContent = false;
   for (let n = el.firstChild; n; n = n.nextSibling) {
     if (n.nodeType === 1 || (n.nodeType === 3 && n.data.trim())) { hasContent = true; break; }
   }
-  if (hasContent && !custom) return false;
   const box = el.getBoundingClientRect();
   const px = (v) => parseFloat(v) || 0;
   const innerW = box.width - px(st.paddingLeft) - px(st.paddingRight) - px(st.borderLeftWidth) - px(st.borderRightWidth);
@@ -683,6 +681,68 @@ function closedShadowSuspect(el, tag, rec) {
   const inline = rec.display.startsWith("inline");
   return light.height + 1 < innerH || (inline && light.width + 1 < innerW);
 }
+// The style-free part of that heuristic: only a custom element, or a `span`/`p`/heading/`blockquote`
+// without light content, can be suspected.
+function mayHideShadow(el, tag) {
+  const custom = tag.includes("-");
+  if (!custom && (!VALID_SHADOW_HOSTS.has(tag) || LAYOUT_CONTAINERS.has(tag))) return false;
+  if (!custom) {
+    for (let n = el.firstChild; n; n = n.nextSibling) {
+      const t = n.nodeType;
+      if (t === 1 || (t === 3 && n.data.trim())) return false;
+    }
+  }
+  return isHTML(el);
+}
+
+// ---------------------------------------------------------------- the walk once the text is complete
+// Once the walk reads no more text (the text bound is reached, or it is inside password-like or
+// editable content), an element matters only when it may be listed or opens another tree (a shadow
+// host, a frame). Every other element is descended into without reading its style ("unsettled"), and
+// only its element children are visited. An element that matters gets the walk's full test; passing it
+// implies that every ancestor passes it too (a box, or display:contents inside a rendered parent:
+// checkVisibility sees all ancestors in its document, and a frame element is itself tested), and
+// failing it skips the subtree as before. The unsettled ancestors are tested (`settled`) only where
+// that implication does not help: a node past the depth bound cuts only under rendered ancestors.
+// So a walk lists, reads and cuts exactly what a walk that styled every element would, at a cost of a
+// few DOM reads per element and a style read per element that matters (docs/reader.md, "Performance").
+// Tags that are listed without any attribute (HTML-AAM implicit roles that are interactive, headings,
+// images); without attributes, `span`, `p` and `blockquote` have a role that is never listed and matter
+// only as a possible closed shadow host, like custom elements.
+const BARE_LISTED_TAGS = new Set(["button", "datalist", "h1", "h2", "h3", "h4", "h5", "h6", "img", "input",
+  "option", "select", "summary", "textarea"]);
+const SHADOW_SUSPECT_TAGS = new Set(["blockquote", "p", "span"]);
+const VALUE_CONTEXT_TAGS = new Set(["textarea", "select", "input", "option", "optgroup", "datalist", "object",
+  "embed", "canvas"]);
+// Whether the full test of `el` is needed: it may be listed, or it opens another tree. Exactly the
+// walk's own criteria (isInteractive, isNotable, closedShadowSuspect), short-cut for an element without
+// attributes, whose role is its tag's implicit role.
+function mustSettle(el, tag, elements, editable) {
+  if (tag === "iframe" || tag === "frame" || el.shadowRoot) return true;
+  if (!elements) return false;
+  if (editable && isEditingHost(el)) return true;
+  if (el.hasAttributes() || BARE_LISTED_TAGS.has(tag)) {
+    const role = roleOf(el) || "";
+    return isInteractive(el, tag, role) || isNotable(el, tag, role) || mayHideShadow(el, tag);
+  }
+  return (SHADOW_SUSPECT_TAGS.has(tag) || tag.includes("-")) && mayHideShadow(el, tag);
+}
+// Whether every unsettled element on the walk's path (`pending`: {el, up, ok}, innermost first) passes
+// the walk's descent test: it has a box or is `display:contents` inside a rendered parent.
+function settled(pending) {
+  const open = [];
+  for (let q = pending; q && q.ok === undefined; q = q.up) open.push(q);
+  let ok = !open.length || !open[open.length - 1].up || open[open.length - 1].up.ok;
+  for (let i = open.length - 1; i >= 0; i--) {
+    if (ok) {
+      const st = styleOf(open[i].el);
+      ok = !!st && st.display !== "none" && isRendered(open[i].el);
+    }
+    open[i].ok = ok;
+  }
+  return !pending || pending.ok;
+}
+const NOTHING_TO_READ = { text: false, elements: false };
 
 // Walk the flat tree (open shadow roots, slots, same-origin frames) in document order.
 // Calls cb.text(str, pre) for visible text, cb.block() at block boundaries, cb.element(el, info) for
@@ -690,28 +750,49 @@ function closedShadowSuspect(el, tag, rec) {
 // unreadable}). Returns true when the walk was cut (depth bound).
 function walkDocument(doc, cb, start, elements) {
   let cut = false;
-  const visitChildren = (parent, depth, ctx) => {
+  // `pending`: the unsettled elements between the node and the last settled one (null: none).
+  const visitChildren = (parent, tag, depth, ctx, pending) => {
     if (parent.shadowRoot) {
       if (cb.root) cb.root(parent.shadowRoot);
-      for (let c = parent.shadowRoot.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx);
+      for (let c = parent.shadowRoot.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx, pending);
       return;
     }
-    if (parent.localName === "slot" && parent.assignedNodes) {
+    if (tag === "slot" && parent.assignedNodes) {
       const assigned = parent.assignedNodes();
       if (assigned.length) {
-        for (const c of assigned) visit(c, depth + 1, ctx);
+        for (const c of assigned) visit(c, depth + 1, ctx, pending);
         return;
       }
     }
-    for (let c = parent.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx);
+    for (let c = parent.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx, pending);
   };
-  const visit = (n, depth, ctx) => {
-    if (depth > DEPTH_MAX) { cut = true; return; }
-    if (n.nodeType === 11) { // a shadow root given as the start of a scoped walk
-      for (let c = n.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx);
+  // The children of an unsettled element (no shadow root: a host is always settled). No text is read
+  // any more, so only element children are visited; a child node past the depth bound still cuts.
+  const lazyChildren = (parent, tag, depth, ctx, pending) => {
+    if (tag === "slot" && parent.assignedNodes) {
+      const assigned = parent.assignedNodes();
+      if (assigned.length) {
+        for (const c of assigned) visit(c, depth + 1, ctx, pending);
+        return;
+      }
+    }
+    if (depth + 1 > DEPTH_MAX) {
+      if (parent.firstChild && settled(pending)) cut = true;
       return;
     }
-    if (n.nodeType === 3) {
+    for (let c = parent.firstElementChild; c; c = c.nextElementSibling) visit(c, depth + 1, ctx, pending);
+  };
+  const visit = (n, depth, ctx, pending) => {
+    if (depth > DEPTH_MAX) {
+      if (settled(pending)) cut = true;
+      return;
+    }
+    const type = n.nodeType;
+    if (type === 11) { // a shadow root given as the start of a scoped walk
+      for (let c = n.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx, pending);
+      return;
+    }
+    if (type === 3) {
       if (!ctx.text || cb.full()) return;
       const p = n.parentElement || flatParent(n);
       const st = p ? styleOf(p) : null;
@@ -719,10 +800,23 @@ function walkDocument(doc, cb, start, elements) {
       cb.text(n.data, st.pre);
       return;
     }
-    if (n.nodeType !== 1) return;
+    if (type !== 1) return;
     const el = n;
     const tag = tagOf(el);
     if (NOT_RENDERED_TAGS.has(tag)) return;
+    if (!ctx.text || cb.full()) {
+      if (!ctx.elements && !cb.root) return; // a text-only walk (ensureText) has nothing left to read here
+      // No more text to read: an element that cannot matter is descended into unsettled.
+      const editable = isEditable(el);
+      if (!mustSettle(el, tag, ctx.elements, editable)) {
+        if (tag === "br" || VALUE_CONTEXT_TAGS.has(tag)) return;
+        lazyChildren(el, tag, depth, editable ? NOTHING_TO_READ : ctx, { el, up: pending, ok: undefined });
+        return;
+      }
+      // Settling the pending ancestors is not needed here: an element that passes the checks below
+      // (a box, or display:contents inside a rendered parent; checkVisibility sees every ancestor in
+      // its document, frames are settled themselves) has only ancestors that pass them too.
+    }
     const st = styleOf(el);
     if (!st || st.display === "none") return;
     if (!isRendered(el)) return;
@@ -752,25 +846,24 @@ function walkDocument(doc, cb, start, elements) {
       }
     }
     // Value contexts: never descend for text or elements.
-    if (tag === "textarea" || tag === "select" || tag === "input" || tag === "option" || tag === "optgroup" ||
-        tag === "datalist" || tag === "object" || tag === "embed" || tag === "canvas") return;
+    if (VALUE_CONTEXT_TAGS.has(tag)) return;
     let inner = ctx;
-    if (isEditable(el)) inner = { text: false, elements: false };
+    if (isEditable(el)) inner = NOTHING_TO_READ;
     else if (ctx.text && !cb.full() && textSecured(el)) inner = { text: false, elements: ctx.elements };
     if (block && inner.text) cb.block();
     else if (atomic && inner.text) cb.space();
     if (frameDoc && frameDoc.documentElement) {
       if (cb.root) cb.root(frameDoc);
-      visit(frameDoc.documentElement, depth + 1, inner);
+      visit(frameDoc.documentElement, depth + 1, inner, null);
     } else {
-      visitChildren(el, depth, inner);
+      visitChildren(el, tag, depth, inner, null);
     }
     if (block && inner.text) cb.block();
     else if (atomic && inner.text) cb.space();
   };
   const ctx = { text: true, elements };
-  if (start) visit(start, 0, ctx);
-  else if (doc.documentElement) visit(doc.documentElement, 0, ctx);
+  if (start) visit(start, 0, ctx, null);
+  else if (doc.documentElement) visit(doc.documentElement, 0, ctx, null);
   return cut;
 }
 // The options (and optgroup labels) of a listed <select>, as elements of their own right after it
