@@ -109,6 +109,7 @@ def test_fill_replaces_existing_text_and_validates_formats(browser_host: Host) -
     refused(fill("Delivery date", "30/11/2026"), "INVALID_PARAMS", False)
     assert "Seen input on editor: [New editor text]" in page_text(host, tab)  # no event reached the page
     refused(fill("Locked field", "x"), "NOT_TYPABLE", False)
+    refused(fill("Disabled field", "x"), "NOT_ACTIONABLE", False)  # as tab.type (§9 v1.1)
     refused(fill("I agree", "x"), "NOT_TYPABLE", False)
     # The page upper-cases what it is given: fill notices and does not claim success.
     unknown_effect_not_observed(fill("Shouting field", "quiet"))
