@@ -265,8 +265,10 @@ def focus_script(key: str, handle: str) -> str:
     """Script that focuses the node captured as `handle` (the host extension ``press_key`` with a ref).
 
     Value: ``{focused:true}``; ``NODE_REPLACED`` (``mayHaveCompleted:false``) for a gone node;
-    ``NOT_TYPABLE`` with ``mayHaveCompleted:false`` when the node cannot take focus (disabled, inert, not
-    focusable), with ``mayHaveCompleted:true`` when focus handlers moved focus away or removed the node.
+    ``NOT_ACTIONABLE`` with ``mayHaveCompleted:false`` before any event when the node is disabled as §9
+    v1.1 defines it (as ``tab.click``/``tab.type``) or cannot take keyboard focus; once the node received
+    focus (page focus handlers ran), ``NODE_REPLACED`` or ``EFFECT_NOT_OBSERVED`` (focus moved elsewhere)
+    with ``mayHaveCompleted:true`` (docs/contract-notes.md, "press_key targets").
     Raises ValueError for a malformed key or handle.
     """
     _check_key(key)
@@ -279,8 +281,8 @@ def fill_script(key: str, handle: str, text: str) -> str:
     host extension ``fill``; eligibility and effects as :func:`type_script`, plus number and date/time-like
     inputs whose text must be in the input's own format).
 
-    Value: ``{filled: <code points now in the field>}``; ``NOT_TYPABLE``/``NODE_REPLACED`` as
-    :func:`type_script`; ``INVALID_PARAMS`` (``mayHaveCompleted:false``) for text not in a number/date
+    Value: ``{filled: <code points now in the field>}``; ``NOT_ACTIONABLE``/``NOT_TYPABLE``/``NODE_REPLACED``
+    as :func:`type_script`; ``INVALID_PARAMS`` (``mayHaveCompleted:false``) for text not in a number/date
     input's format; ``EFFECT_NOT_OBSERVED`` (``mayHaveCompleted:true``) when the field does not hold the
     text afterwards (CONTRACT.md §9, v1.1). Never returns the value. Raises ValueError for a malformed key,
     handle or text.

@@ -17,9 +17,11 @@ import os
 import signal
 import socket
 import statistics
+import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,6 +32,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from host_testlib import ROOT, Host, start_host
+from kelpie_gateway.host.browser import CHROMIUM_FLAGS
+from kelpie_gateway.host.launch import terminate
 
 RUNS = int(os.environ.get("KELPIE_CHAOS_RUNS", "2"))
 GRACE_S = 5.0  # CONTRACT.md §5: no page holds a lane longer than timeoutMs + 5 s
@@ -305,6 +309,87 @@ def _crashed_tab_reports_and_recovers(host: Host, tab: str) -> None:
     close_all_tabs(host)
 
 
+# ---------------------------------------------------------------------------------------------- extensions
+def ext(host: Host, name: str, **arguments: Any) -> dict[str, Any]:
+    return host.call("extension.call", {"name": name, "arguments": arguments})
+
+
+def reported_crashed(host: Host, tab: str) -> bool:
+    """tabs.list reports ``tab`` as crashed (the browser told the host)."""
+    env = host.call("tabs.list")
+    return bool(env["success"]) and any(t["tabId"] == tab and t.get("crashed") for t in env["result"]["tabs"])
+
+
+def test_every_extension_refuses_a_crashed_tab_like_the_built_in_natives(host: Host) -> None:
+    """After a real renderer crash every host extension (press_key, fill, scroll, go_back, go_forward,
+    wait_for_text, dialog_*) refuses the tab as tab.snapshot does: RENDERER_FAILED, mayHaveCompleted:false,
+    nothing run — so no reconcile is demanded — until tab.navigate recovers it; then they all work again."""
+    tab, refs = open_page(host, "keys.html")
+    assert ext(host, "press_key", tabId=tab, key="k", ref=refs["First field"])["success"]
+    kill(chromium_processes(host)[1])
+    until(lambda: reported_crashed(host, tab), 15)
+    builtin = host.call("tab.snapshot", {"tabId": tab})
+    refused(builtin, "RENDERER_FAILED")
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("press_key", {"tabId": tab, "key": "Enter"}),
+        ("scroll", {"tabId": tab}),
+        ("scroll", {"tabId": tab, "direction": "up", "pages": 2}),
+        ("go_back", {"tabId": tab}),
+        ("go_forward", {"tabId": tab}),
+        ("wait_for_text", {"tabId": tab, "text": "never there", "timeoutMs": 9000}),
+        ("dialog_observe", {"tabId": tab}),
+        ("dialog_accept", {"tabId": tab}),
+        ("dialog_dismiss", {"tabId": tab}),
+    ]
+    for name, arguments in calls:
+        env = ext(host, name, **arguments)
+        refused(env, "RENDERER_FAILED")
+        assert env["error"]["retryable"] is False, env
+        assert "crashed" in env["error"]["message"], env
+    # Refs died with the renderer: the gateway refuses them before anything is dispatched.
+    refused(ext(host, "press_key", tabId=tab, key="a", ref=refs["First field"]), "REFS_INVALIDATED")
+    refused(ext(host, "fill", tabId=tab, ref=refs["First field"], text="x"), "REFS_INVALIDATED")
+    assert reported_crashed(host, tab)  # still crashed: nothing above touched it
+    # No call above was an unknown outcome, so the recovery is not held for a reconcile.
+    nav = host.call("tab.navigate", {"tabId": tab, "url": host.site("keys.html")})
+    assert nav["success"] and nav["result"]["tabId"] == tab, nav
+    snap = host.call("tab.snapshot", {"tabId": tab})
+    assert snap["success"], snap
+    first = next(e["ref"] for e in snap["result"]["elements"] if e["label"] == "First field")
+    assert ext(host, "fill", tabId=tab, ref=first, text="back")["result"] == {"filled": 4}
+    assert ext(host, "press_key", tabId=tab, key="Tab")["success"]
+    assert ext(host, "wait_for_text", tabId=tab, text="First field has 4 characters")["result"]["found"] is True
+    assert ext(host, "scroll", tabId=tab)["success"]
+    assert ext(host, "dialog_observe", tabId=tab)["result"] == {"dialogs": []}
+    close_all_tabs(host)
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+@pytest.mark.parametrize("name", ["press_key", "wait_for_text"])
+def test_renderer_killed_mid_extension_answers_at_once(host: Host, name: str, run: int) -> None:
+    """A crash while an extension is dispatched is answered at once, not at its deadline: press_key (its
+    Enter runs a 4 s click handler) is an unknown outcome; wait_for_text, a read, is refused."""
+    tab, refs = open_page(host, "slow.html?busy=4000")
+    arguments: dict[str, Any] = (
+        {"tabId": tab, "key": "Enter", "ref": refs["Slow increment"]}
+        if name == "press_key"
+        else {"tabId": tab, "text": "never there", "timeoutMs": 9000}
+    )
+    thread, box = call_in_thread(host, "extension.call", {"name": name, "arguments": arguments})
+    time.sleep(0.8)
+    killed = time.monotonic()
+    kill(chromium_processes(host)[1])
+    thread.join(15)
+    if name == "press_key":
+        unknown_outcome(box["env"], "RENDERER_FAILED")
+    else:
+        refused(box["env"], "RENDERER_FAILED")
+    assert box["answered"] - killed < 2.5, f"{name} waited for its deadline instead of the fault"
+    record(f"renderer killed mid-{name}", box["answered"] - killed)
+    until(lambda: opens_a_tab(host, crash=True), GRACE_S + 10)
+    _crashed_tab_reports_and_recovers(host, tab)
+
+
 # ---------------------------------------------------------------------------------------------- slow loads
 class _Hanging(BaseHTTPRequestHandler):
     """``/`` is a page whose image never arrives, so its load event never fires."""
@@ -424,6 +509,140 @@ def test_browser_killed_mid_click_relaunches_on_the_next_request(host: Host, run
     assert stale["mayHaveCompleted"] is False
     refused(host.call("tab.snapshot", {"tabId": tab}), "TAB_NOT_FOUND")
     assert sum("browser relaunched" in line for line in host.process.lines) == relaunches + 1
+
+
+STORAGE_PAGE = """<!doctype html><title>Storage</title><p id="out"></p><script>
+const wanted = new URLSearchParams(location.search).get("remember");
+if (wanted) localStorage.setItem("kelpie-remembered", wanted);
+document.getElementById("out").textContent = "Remembered: " + (localStorage.getItem("kelpie-remembered") || "nothing");
+</script>"""
+
+
+def page_text(host: Host, url: str) -> str:
+    """Open ``url`` in a new tab and read its text (the tab is closed again)."""
+    opened = host.call("tabs.open", {"url": url})
+    assert opened["success"], opened
+    tab = opened["result"]["tabId"]
+    snap = host.call("tab.snapshot", {"tabId": tab})
+    host.call("tabs.close", {"tabId": tab})
+    assert snap["success"], snap
+    return str(snap["result"]["text"])
+
+
+def on_disk(profile: Path, token: bytes) -> bool:
+    """Chromium wrote ``token`` into the profile's localStorage database (its LevelDB log or tables)."""
+    for path in (profile / "Default" / "Local Storage" / "leveldb").glob("*"):
+        with contextlib.suppress(OSError):
+            if token in path.read_bytes():
+                return True
+    return False
+
+
+def test_browser_killed_with_a_user_data_dir_relaunches_on_the_same_profile(tmp_path: Path) -> None:
+    """--user-data-dir: after Chromium is killed, the relaunched browser runs on the same profile, so what a
+    page stored before the kill is still there (docs/host.md, "Liveness")."""
+    site, profile = tmp_path / "site", tmp_path / "profile"
+    site.mkdir()
+    (site / "index.html").write_text("<!doctype html><title>Index</title><p>index</p>")
+    (site / "storage.html").write_text(STORAGE_PAGE)
+    token = f"kelpie-token-{os.getpid()}-{time.monotonic_ns()}"
+    process = start_host(
+        ["--approve-pairing", "auto", "--user-data-dir", str(profile), "--site", str(site)], "python"
+    )
+    try:
+        host = Host(process, process.pair("chaos"), "python")
+        assert f"Remembered: {token}" in page_text(host, host.site(f"storage.html?remember={token}"))
+        until(lambda: on_disk(profile, token.encode()), 60, poll_s=0.5)  # Chromium flushes on its own schedule
+        browsers, _ = chromium_processes(host)
+        assert any(f"--user-data-dir={profile}" in " ".join(_cmdline(pid)) for pid in browsers), browsers
+        before = {t["tabId"] for t in host.call("tabs.list")["result"]["tabs"]}
+        kill(browsers)
+        assert host.process.wait_for_line("browser exited", 30)  # the host noticed (a read racing it is refused)
+        until(lambda: lists_tabs(host), 60)
+        assert host.process.wait_for_line("browser relaunched", 10)
+        relaunched, _ = chromium_processes(host)
+        assert relaunched and not set(relaunched) & set(browsers)
+        assert all(f"--user-data-dir={profile}" in " ".join(_cmdline(pid)) for pid in relaunched), relaunched
+        after = {t["tabId"] for t in host.call("tabs.list")["result"]["tabs"]}
+        assert after and not after & before, (before, after)
+        assert f"Remembered: {token}" in page_text(host, host.site("storage.html"))
+    finally:
+        process.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_chromium(port: int, profile: Path) -> subprocess.Popen[bytes]:
+    """A Chromium the test (not the host) starts, serving CDP on 127.0.0.1:``port``."""
+    proc = subprocess.Popen(
+        [
+            "/usr/bin/chromium",
+            "--headless=new",
+            "--remote-debugging-address=127.0.0.1",
+            f"--remote-debugging-port={port}",
+            f"--user-data-dir={profile}",
+            *CHROMIUM_FLAGS,
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def answers() -> bool:
+        assert proc.poll() is None, "chromium exited"
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"http://127.0.0.1:{port}/json/version", timeout=2):
+            return True
+        return False
+
+    until(answers, 60, poll_s=0.2)
+    return proc
+
+
+def test_attached_browser_that_goes_away_is_unavailable_until_it_is_back(tmp_path: Path) -> None:
+    """--cdp-endpoint: the host did not launch the browser and never starts one. When it dies, pending work
+    is answered at once (a click: unknown outcome), then every request is BROWSER_UNAVAILABLE with
+    mayHaveCompleted:false while nothing answers at the endpoint; once a browser answers there again the
+    host reattaches on a later request (new tab ids, old refs refused)."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    chromium = start_chromium(port, tmp_path / "attached-1")
+    process = start_host(["--approve-pairing", "auto", "--cdp-endpoint", endpoint], "python")
+    try:
+        host = Host(process, process.pair("chaos"), "python")
+        assert chromium_processes(host) == ([], [])  # the host launched no browser of its own
+        before = {t["tabId"] for t in host.call("tabs.list")["result"]["tabs"]}
+        tab, refs, _killed = kill_mid_click(host, lambda: [chromium.pid])
+        chromium.wait(10)
+        assert host.process.wait_for_line(f"attached browser at {endpoint} went away", 10)
+        for env in (host.call("tabs.list"), host.call("tabs.open", {}), host.call("tab.snapshot", {"tabId": tab})):
+            refused(env, "BROWSER_UNAVAILABLE")  # nothing could have run
+            assert env["error"]["retryable"] is False and "reattach" in env["error"]["message"], env
+        assert host.call("capabilities")["success"]
+        assert chromium_processes(host) == ([], [])  # still none: the host does not start the user's browser
+        chromium = start_chromium(port, tmp_path / "attached-2")  # the user starts it again
+
+        def listed() -> bool:
+            env = host.call("tabs.list")
+            if not env["success"]:
+                refused(env, "BROWSER_UNAVAILABLE")  # within the back-off after a failed attempt
+            return bool(env["success"])
+
+        until(listed, 60, poll_s=1.0)
+        assert host.process.wait_for_line("browser reattached", 10)
+        after = {t["tabId"] for t in host.call("tabs.list")["result"]["tabs"]}
+        assert after and not after & before, (before, after)
+        stale = host.call("tab.click", {"tabId": tab, "ref": refs["Slow increment"]})
+        assert stale["error"]["code"] in ("REFS_INVALIDATED", "STALE_SNAPSHOT", "TAB_NOT_FOUND"), stale
+        assert stale["mayHaveCompleted"] is False
+        assert opens_a_tab(host)
+    finally:
+        process.stop()
+        terminate(chromium)
+    assert chromium.returncode is not None
 
 
 def test_browser_that_cannot_be_relaunched_is_unavailable_not_unknown(tmp_path: Path) -> None:

@@ -109,6 +109,7 @@ def test_fill_replaces_existing_text_and_validates_formats(browser_host: Host) -
     refused(fill("Delivery date", "30/11/2026"), "INVALID_PARAMS", False)
     assert "Seen input on editor: [New editor text]" in page_text(host, tab)  # no event reached the page
     refused(fill("Locked field", "x"), "NOT_TYPABLE", False)
+    refused(fill("Disabled field", "x"), "NOT_ACTIONABLE", False)  # as tab.type (§9 v1.1)
     refused(fill("I agree", "x"), "NOT_TYPABLE", False)
     # The page upper-cases what it is given: fill notices and does not claim success.
     unknown_effect_not_observed(fill("Shouting field", "quiet"))
@@ -153,11 +154,33 @@ def test_press_key_tab_moves_focus_and_keys_are_trusted(browser_host: Host) -> N
 
 
 def test_press_key_refuses_targets_that_cannot_take_focus(browser_host: Host) -> None:
+    """Disabled (attribute, aria-disabled, inert) or unfocusable targets are NOT_ACTIONABLE before any event,
+    like tab.click and tab.type (CONTRACT §4/§9 v1.1; docs/contract-notes.md "press_key targets"): no
+    reconcile is needed afterwards and no key reached the page."""
     host = browser_host
     tab = open_tab(host, "keys.html")
-    snap = snapshot(host, tab)
-    refused(ext(host, "press_key", tabId=tab, key="Enter", ref=ref_of(snap, "A disabled button")), "NOT_TYPABLE", False)
-    assert "Focused: nothing" in page_text(host, tab)
+    for label in ("A disabled button", "An aria-disabled button", "A button in an inert section", "Keys page"):
+        target = ref_of(snapshot(host, tab), label)
+        envelope = ext(host, "press_key", tabId=tab, key="Enter", ref=target)
+        refused(envelope, "NOT_ACTIONABLE", False)
+        assert envelope["error"]["retryable"] is False, envelope
+    text = page_text(host, tab)
+    assert "Focused: nothing" in text and "No key yet" in text, text
+    # Nothing happened, so the next mutation on the tab is not held for a reconcile.
+    assert ext_ok(host, "press_key", tabId=tab, key="Tab", ref=ref_of(snapshot(host, tab), "First field"))
+
+
+def test_press_key_on_a_field_that_pushes_focus_away_is_an_unknown_outcome(browser_host: Host) -> None:
+    """The page's focus handler ran and moved focus elsewhere: no key is pressed, and the outcome is unknown
+    (EFFECT_NOT_OBSERVED, mayHaveCompleted:true), so the tab needs a fresh snapshot before the next action."""
+    host = browser_host
+    tab = open_tab(host, "keys.html")
+    envelope = ext(host, "press_key", tabId=tab, key="x", ref=ref_of(snapshot(host, tab), "Bouncing field"))
+    assert envelope["success"] is False and envelope["mayHaveCompleted"] is True, envelope
+    assert envelope["error"]["code"] == "EFFECT_NOT_OBSERVED" and envelope["error"]["retryable"] is False
+    refused(ext(host, "press_key", tabId=tab, key="x"), "RECONCILE_REQUIRED", False)
+    text = page_text(host, tab)
+    assert "Bounced 1 times" in text and "Focused: second" in text and "No key yet" in text, text
 
 
 # ---------------------------------------------------------------- scroll

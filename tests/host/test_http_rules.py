@@ -25,6 +25,11 @@ from kelpie_gateway.host.launch import HostProcess
 
 pytestmark = pytest.mark.timeout(120)
 CAP = 4 * 1024 * 1024
+APPROVAL_WINDOW_S = 60
+"""The module host's pairing window: an operator approving through the CLI (a Python start-up) has ample
+time even on a loaded machine. Tests wait on the answer, never on wall time."""
+EXPIRY_WINDOW_S = 2
+"""A second host's pairing window, for the one test that lets a request expire (408)."""
 
 
 def cli(
@@ -45,13 +50,19 @@ def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("kelpie-state")
 
 
-@pytest.fixture(scope="module")
-def host(state: Path) -> Iterator[Host]:
+def manual_pairing_host(state: Path, window_s: int) -> HostProcess:
+    """A started ``--browser none`` host whose pairing requests wait ``window_s`` for the operator."""
     process = HostProcess(
-        ["--browser", "none", "--approve-pairing", "manual", "--pairing-timeout", "3"],
+        ["--browser", "none", "--approve-pairing", "manual", "--pairing-timeout", str(window_s)],
         env={"KELPIE_GATEWAY_STATE_DIR": str(state)},
     )
     process.start()
+    return process
+
+
+@pytest.fixture(scope="module")
+def host(state: Path) -> Iterator[Host]:
+    process = manual_pairing_host(state, APPROVAL_WINDOW_S)
     try:
         wrapper = Host(process, "", "python")
         wrapper.token = pair_manually(wrapper, state, "rules-client")
@@ -69,10 +80,22 @@ def pair_request(host: Host, client: str, result: dict[str, Any]) -> threading.T
     return thread
 
 
-def code_for(host: Host, client: str) -> str:
-    line = host.process.wait_for_line(f"pairing request from client {client!r}: code", 10)
+def announced(host: Host, client: str) -> str:
+    """The host's log line announcing ``client``'s pairing request (its code and its window)."""
+    line = host.process.wait_for_line(f"pairing request from client {client!r}: code", APPROVAL_WINDOW_S)
     assert line is not None, host.process.lines
-    return line.split(": code ", 1)[1].split()[0]
+    return line
+
+
+def code_for(host: Host, client: str) -> str:
+    return announced(host, client).split(": code ", 1)[1].split()[0]
+
+
+def answered(thread: threading.Thread, result: dict[str, Any]) -> dict[str, Any]:
+    """Wait for the pairing request's answer (the event), bounded only by the host's approval window."""
+    thread.join(APPROVAL_WINDOW_S)
+    assert not thread.is_alive() and "status" in result, "the pairing request got no answer"
+    return result
 
 
 def pair_manually(host: Host, state: Path, client: str) -> str:
@@ -81,8 +104,7 @@ def pair_manually(host: Host, state: Path, client: str) -> str:
     code = code_for(host, client)
     approved = cli("pair", "approve", code, env={"KELPIE_GATEWAY_STATE_DIR": str(state)})
     assert approved.returncode == 0, approved.stderr
-    thread.join(10)
-    assert result["status"] == 200, result
+    assert answered(thread, result)["status"] == 200, result
     return str(result["body"]["token"])
 
 
@@ -222,23 +244,35 @@ def test_notification_is_202_with_an_empty_body(host: Host) -> None:
     assert raw(host, "POST", "/mcp", note, auth(host)) == (202, b"")
 
 
-def test_pairing_denied_is_403_and_unapproved_is_408(host: Host, state: Path) -> None:
+def test_pairing_denied_is_403(host: Host, state: Path) -> None:
     result: dict[str, Any] = {}
     thread = pair_request(host, "denied-client", result)
     code = code_for(host, "denied-client")
     denied = cli("pair", "deny", code, env={"KELPIE_GATEWAY_STATE_DIR": str(state)})
     assert denied.returncode == 0, denied.stderr
-    thread.join(10)
-    assert result["status"] == 403 and "token" not in json.dumps(result["body"])
+    assert answered(thread, result)["status"] == 403 and "token" not in json.dumps(result["body"])
     # A decided code cannot be approved afterwards.
     late = cli("pair", "approve", code, env={"KELPIE_GATEWAY_STATE_DIR": str(state)})
     assert late.returncode == 1
 
-    result = {}
-    started = time.monotonic()
-    thread = pair_request(host, "slow-operator", result)
-    thread.join(20)
-    assert result["status"] == 408 and 2.5 < time.monotonic() - started < 15
+
+def test_unapproved_pairing_is_408_after_the_hosts_window(tmp_path: Path) -> None:
+    """Nobody approves: 408 once the window the host announced has passed — not before it (the bound is the
+    host's own announced window), and not the default 120 s either (the configured window is used)."""
+    process = manual_pairing_host(tmp_path, EXPIRY_WINDOW_S)
+    try:
+        host = Host(process, "", "python")
+        result: dict[str, Any] = {}
+        started = time.monotonic()
+        thread = pair_request(host, "slow-operator", result)
+        window = float(announced(host, "slow-operator").rsplit(" within ", 1)[1].split()[0])
+        assert window == EXPIRY_WINDOW_S
+        assert answered(thread, result)["status"] == 408, result
+        assert time.monotonic() - started >= window  # the host waited its whole window first
+        assert "token" not in json.dumps(result["body"])
+        assert process.wait_for_line("pairing request from client 'slow-operator' timed out", APPROVAL_WINDOW_S)
+    finally:
+        process.stop()
 
 
 def test_pairing_token_is_issued_once_and_never_logged(host: Host, state: Path) -> None:

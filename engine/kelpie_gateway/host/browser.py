@@ -27,7 +27,9 @@ never raises: it returns the native result ``{"success": true, ...}`` or
   under the same tab id (generation bumped), ``close-tab`` closes it. If Chromium exits, the listener
   hears ``None``; the relaunch starts at once and the next call waits for it (new tabs, every ref
   invalidated, one log line), or answers ``BROWSER_UNAVAILABLE`` with ``mayHaveCompleted:false`` when
-  Chromium cannot be started (each later call tries again). :meth:`stop_script`
+  Chromium cannot be started (each later call tries again). An attached browser (``cdp_endpoint``) is
+  never started by the host: it is reattached at the same endpoint instead, and until it answers there
+  again every call is ``BROWSER_UNAVAILABLE`` (``mayHaveCompleted:false``). :meth:`stop_script`
   (CDP ``Runtime.terminateExecution``) and :meth:`close_target` end a script that never yields.
 """
 
@@ -219,6 +221,15 @@ class ChromiumRenderer:
         tab = self._tabs.get(tab_id)
         return tab.page if tab is not None else None
 
+    def refusal(self, tab_id: Any) -> JsonObject | None:
+        """None when ``tab_id`` names a live tab; else the refusal the built-in natives answer, with nothing
+        run (``mayHaveCompleted:false``): ``TAB_NOT_FOUND``, or ``RENDERER_FAILED`` for a tab whose renderer
+        crashed (``tab.navigate`` or ``tabs.close`` recovers it). Extensions check it before acting."""
+        if not isinstance(tab_id, str):
+            return fail("TAB_NOT_FOUND", f"no tab {tab_id!r}", mayHaveCompleted=False)
+        tab = self._live_tab({"tabId": tab_id})
+        return tab if isinstance(tab, dict) else None
+
     def newest_page(self) -> Page | None:
         """The page of the most recently opened tab, or None."""
         return next(reversed(self._tabs.values())).page if self._tabs else None
@@ -296,7 +307,13 @@ class ChromiumRenderer:
         if self._closing or browser is not self._browser:
             return
         self._browser_lost = True
-        self.log("browser exited: pending work retired; relaunching it (the next request waits for it)")
+        if self.cdp_endpoint:
+            self.log(
+                f"attached browser at {self.cdp_endpoint} went away: pending work retired; this host does not "
+                "start it, and reattaches when it answers there again (each request tries)"
+            )
+        else:
+            self.log("browser exited: pending work retired; relaunching it (the next request waits for it)")
         tabs = list(self._tabs.values())
         self._tabs.clear()
         self._by_page.clear()
@@ -320,7 +337,7 @@ class ChromiumRenderer:
                 return None
             failed = self._relaunch_failed
             if not eager and failed is not None and loop.time() - failed[0] < RELAUNCH_BACKOFF_S:
-                return _unavailable(failed[1])
+                return _unavailable(failed[1], self.cdp_endpoint)
             old = self._browser
             try:
                 if old is not None:
@@ -340,12 +357,13 @@ class ChromiumRenderer:
             except Exception as exc:
                 why = f"{type(exc).__name__}: {_short(exc, 200)}"
                 self._relaunch_failed = (loop.time(), why)
-                self.log(f"browser relaunch failed: {why}")
-                return _unavailable(why)
+                self.log(f"browser {'reattach' if self.cdp_endpoint else 'relaunch'} failed: {why}")
+                return _unavailable(why, self.cdp_endpoint)
             self._browser_lost = False
             self._relaunch_failed = None
             self.log(
-                f"browser relaunched: {self.description}; new tabs {', '.join(self._tabs)}, refs invalidated"
+                f"browser {'reattached' if self.cdp_endpoint else 'relaunched'}: {self.description}; "
+                f"new tabs {', '.join(self._tabs)}, refs invalidated"
             )
             return None
 
@@ -690,6 +708,8 @@ class ChromiumRenderer:
     # ----------------------------------------------------------------- dialogs (recovery extensions)
     async def _dialog_observe(self, params: Mapping[str, Any]) -> JsonObject:
         wanted = params.get("tabId")
+        if wanted is not None and (refused := self.refusal(wanted)) is not None:
+            return refused
         dialogs = [
             {
                 "tabId": tab.tab_id,
@@ -703,7 +723,7 @@ class ChromiumRenderer:
         return {"success": True, "dialogs": dialogs}
 
     async def _dialog_close(self, params: Mapping[str, Any], accept: bool) -> JsonObject:
-        tab = self._tab(params)
+        tab = self._live_tab(params)
         if isinstance(tab, dict):
             return tab
         dialog = tab.dialog
@@ -729,12 +749,15 @@ RELAUNCH_BACKOFF_S = 5.0
 """After a failed relaunch, requests within this many seconds get BROWSER_UNAVAILABLE at once."""
 
 
-def _unavailable(why: str) -> JsonObject:
-    return fail(
-        "BROWSER_UNAVAILABLE",
-        f"the browser exited and could not be relaunched ({why}); nothing was run",
-        mayHaveCompleted=False,
-    )
+def _unavailable(why: str, cdp_endpoint: str | None = None) -> JsonObject:
+    if cdp_endpoint:  # not ours to start: the user's browser must come back at its endpoint
+        message = (
+            f"the attached browser at {cdp_endpoint} is gone and could not be reattached ({why}); nothing was "
+            "run; this host does not start it: the host reattaches once it answers there again"
+        )
+    else:
+        message = f"the browser exited and could not be relaunched ({why}); nothing was run"
+    return fail("BROWSER_UNAVAILABLE", message, mayHaveCompleted=False)
 
 
 def _timeout(params: Mapping[str, Any]) -> float:

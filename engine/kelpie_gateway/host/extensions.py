@@ -18,6 +18,12 @@ this host only the captured node (``kelpieCaptured``); every DOM step runs one o
 scripts (``focus``, ``fill``, ``scroll``, ``find-text``) in the isolated world through the renderer's
 ``browser-control-evaluate`` endpoint. Keys are trusted CDP key events (Playwright ``keyboard.press``).
 
+Faults (docs/host.md, "Liveness"): every endpoint refuses a tab whose renderer crashed exactly as the
+built-in natives do — ``RENDERER_FAILED`` with ``mayHaveCompleted:false`` and nothing run (the dialog
+endpoints too) — until ``tab.navigate`` or ``tabs.close`` recovers it; ``wait_for_text`` stops waiting
+at once when its tab crashes or closes. A crash while an extension is dispatched is answered by the
+driver at once (``RENDERER_FAILED``; an unknown outcome for a mutation).
+
 Bounds: the gateway gives an extension dispatch 10 s (§3's default ``timeoutMs``; ``extension.call`` has
 no ``timeoutMs`` of its own), so ``wait_for_text`` waits at most 9 s (default 5 s) and answers
 ``found:false`` in time; history navigation waits for ``load`` up to 9 s.
@@ -234,9 +240,12 @@ class RichExtensions:
         return (str(key), str(handle)) if isinstance(handle, str) and isinstance(key, str) else None
 
     def _tab_id(self, params: Mapping[str, Any]) -> str | JsonObject:
+        """The live tab the call names, or the refusal the built-in natives give with nothing run: an unknown
+        tab, or a tab whose renderer crashed (``RENDERER_FAILED``, ``mayHaveCompleted:false``)."""
         tab_id = params.get("tabId")
-        if not isinstance(tab_id, str) or self.renderer.page_of(tab_id) is None:
-            return fail("TAB_NOT_FOUND", f"no tab {tab_id!r}", mayHaveCompleted=False)
+        refused = self.renderer.refusal(tab_id)
+        if refused is not None or not isinstance(tab_id, str):
+            return refused or fail("TAB_NOT_FOUND", f"no tab {tab_id!r}", mayHaveCompleted=False)
         return tab_id
 
     # ------------------------------------------------------------ endpoints
@@ -255,8 +264,14 @@ class RichExtensions:
             if focused.get("success") is not True:
                 return focused
         page = self.renderer.page_of(tab_id)
-        if page is None:
-            return fail("TAB_NOT_FOUND", f"tab {tab_id!r} closed", mayHaveCompleted=captured is not None)
+        gone = self.renderer.refusal(tab_id)
+        if page is None or gone is not None:  # closed or crashed while focusing: the page's handlers ran
+            why = (
+                gone["error"]
+                if gone is not None
+                else {"code": "TAB_NOT_FOUND", "message": f"tab {tab_id!r} closed"}
+            )
+            return fail(why["code"], why["message"], mayHaveCompleted=captured is not None)
         await page.keyboard.press(key)
         return {"success": True, "pressed": key}
 
@@ -354,8 +369,8 @@ class RichExtensions:
                         "found": True,
                         "elapsedMs": round((time.monotonic() - started) * 1000),
                     }
-            elif (result.get("error") or {}).get("code") == "TAB_NOT_FOUND":
-                return result
+            elif (refused := self.renderer.refusal(tab_id)) is not None:
+                return refused  # the tab closed or its renderer crashed: no text will appear
             # Anything else (a document being replaced mid-read, a page still loading) is "not yet".
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -104,6 +104,20 @@ def _rpc_error(code: int, message: str) -> JsonObject:
     return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
 
 
+AIOHTTP_INTERNALS: dict[str, tuple[str, ...]] = {
+    "aiohttp.web_protocol.RequestHandler": ("_messages", "_waiter", "_request_count"),
+    "aiohttp.web_server.Server": ("_loop", "_kwargs"),
+    "aiohttp.web_runner.AppRunner": ("_make_server",),
+}
+"""The private aiohttp names the half-close support below reads. aiohttp has no public hook for "end-of-file
+while requests are still queued", so ``pyproject.toml`` pins aiohttp to the range these were tested on and
+``tests/host/test_aiohttp_internals.py`` fails, naming each missing one, if an aiohttp release drops them.
+Should one disappear anyway, :class:`_QuietRequestHandler` logs once and falls back to aiohttp's own
+behaviour (a half-closed client's connection is closed unanswered) instead of failing each connection."""
+
+_MISSING = object()
+
+
 class _QuietRequestHandler(RequestHandler):
     """aiohttp's protocol handler with two changes.
 
@@ -125,10 +139,29 @@ class _QuietRequestHandler(RequestHandler):
         """True once the client closed its sending side while requests were still to be answered."""
         return self._peer_closed
 
+    _warned = False  # class-wide: the fallback is reported once per process
+
+    def _queued(self) -> tuple[Any, Any, Any] | None:
+        """aiohttp's parsed-but-unanswered requests, its idle waiter and its request count (private state,
+        see :data:`AIOHTTP_INTERNALS`), or None when this aiohttp has none of that."""
+        messages, waiter, count = (getattr(self, name, _MISSING) for name in AIOHTTP_INTERNALS[_HANDLER])
+        state: tuple[Any, Any, Any] = (messages, waiter, count)
+        if any(value is _MISSING for value in state):
+            if not _QuietRequestHandler._warned:
+                _QuietRequestHandler._warned = True
+                _ERROR_LOG(
+                    f"aiohttp {aiohttp.__version__} lacks RequestHandler state the half-close support reads "
+                    f"({', '.join(AIOHTTP_INTERNALS[_HANDLER])}): half-closed clients are not answered; "
+                    "install the aiohttp range pyproject.toml pins"
+                )
+            return None
+        return state
+
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self._messages:
-            self._last_payload = self._messages[-1][1]
+        queued = self._queued()
+        if queued is not None and queued[0]:
+            self._last_payload = queued[0][-1][1]
 
     def handle_error(
         self,
@@ -147,11 +180,14 @@ class _QuietRequestHandler(RequestHandler):
     def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio.Protocol's own signature
         # When end-of-file arrives, this connection's loop is either waiting for a request (idle: nothing
         # to answer), or handling one (possibly in a task that has not started yet), or not started.
-        waiting = self._waiter is not None
-        if not self._messages and (waiting or self._request_count == 0):
+        queued = self._queued()
+        if queued is None:
+            return None  # aiohttp's own behaviour: close the connection
+        messages, waiter, request_count = queued
+        if not messages and (waiter is not None or request_count == 0):
             return None  # nothing to answer: let asyncio close the connection
         self._peer_closed = True
-        payloads = [payload for _, payload in self._messages]
+        payloads = [payload for _, payload in messages]
         if self._last_payload is not None:  # the latest request's body, even if its handler has not started
             payloads.append(self._last_payload)
         for payload in payloads:
@@ -165,10 +201,13 @@ class _QuietRequestHandler(RequestHandler):
         self, request: BaseRequest, resp: StreamResponse, start_time: float | None
     ) -> tuple[StreamResponse, bool]:
         done = await super().finish_response(request, resp, start_time)
-        if self._peer_closed and not self._messages:
+        queued = self._queued() if self._peer_closed else None
+        if queued is not None and not queued[0]:
             self.close()  # the last request this client can send was answered
         return done
 
+
+_HANDLER = "aiohttp.web_protocol.RequestHandler"
 
 PEER_RESET_PROBE_S = 0.05
 """How long :func:`_peer_reset` waits for a reset after answering a client whose side was already closed."""

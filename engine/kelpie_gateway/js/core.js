@@ -1071,6 +1071,18 @@ function isDisabled(el) {
   for (const [doc, inside] of docs) if (!inside && openModal(doc)) return true;
   return false;
 }
+// Captured-node text actions (tab.type, the host's `fill`): focus `el` and check it again, as §9 requires
+// (focus handlers may have removed, replaced, disabled or retyped it). `eligibility(el)` answers one of
+// `kinds` or a refusal reason; `kind` is what it answered before focus. Returns null when `el` is still
+// live and still `kind`, else the refusal, mayHaveCompleted:true (the page's focus handlers ran).
+function focusAndRecheck(el, kind, eligibility, kinds) {
+  STATE.effect = true;
+  if (typeof el.focus === "function") el.focus();
+  if (!isLive(el)) return fail("NODE_REPLACED", "the element was removed while it was being focused; observe before acting", true);
+  const again = eligibility(el);
+  if (again === kind) return null;
+  return fail("NOT_TYPABLE", (kinds.includes(again) ? "the element changed kind" : again) + " after focus; observe before acting", true);
+}
 // No part of the element's box can be scrolled into the viewport: left of or above the scroll origin,
 // beyond the scrollable area, a fixed box outside the viewport, or clipped away by an overflow-clipping
 // (or `clip: rect(0 0 0 0)`) ancestor.

@@ -1,5 +1,6 @@
 // Kelpie captured-node action for the host extension `fill`: REPLACE the content of a text field,
-// textarea or contenteditable element with P.text (tab.type appends). Same eligibility as tab.type, plus
+// textarea or contenteditable element with P.text (tab.type appends). Same eligibility as tab.type (a
+// disabled or inert target is NOT_ACTIONABLE before any event, §9 v1.1), plus
 // number and date/time-like inputs, whose text must be in the input's own format (validated by the
 // browser's value sanitization before any event: INVALID_PARAMS, mayHaveCompleted:false).
 // The new content goes in through the native value setter plus `input` and `change` events, then the
@@ -48,6 +49,7 @@ function sanitized(el, text) {
 async function main(P) {
   const el = lookup(P.handle);
   if (!el) return fail("NODE_REPLACED", "the element was replaced or removed since the snapshot; take a new snapshot", false);
+  if (isDisabled(el)) return fail("NOT_ACTIONABLE", "the element is disabled (or inert); nothing was filled", false);
   const kind = fillability(el);
   if (kind !== "field" && kind !== "formatted" && kind !== "editable") return fail("NOT_TYPABLE", kind, false);
   const text = String(P.text);
@@ -59,14 +61,8 @@ async function main(P) {
         FORMATTED_INPUT_TYPES[inputType(el)], false);
     }
   }
-  STATE.effect = true;
-  if (typeof el.focus === "function") el.focus();
-  if (!isLive(el)) return fail("NODE_REPLACED", "the element was removed while it was being focused; observe before acting", true);
-  const again = fillability(el);
-  if (again !== kind) {
-    return fail("NOT_TYPABLE", (again === "field" || again === "formatted" || again === "editable" ? "the element changed kind" : again) +
-      " after focus; observe before acting", true);
-  }
+  const changed = focusAndRecheck(el, kind, fillability, ["field", "formatted", "editable"]);
+  if (changed) return changed;
   const doc = el.ownerDocument;
   const view = doc.defaultView;
   let now;

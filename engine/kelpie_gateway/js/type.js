@@ -29,15 +29,8 @@ async function main(P) {
   if (isDisabled(el)) return fail("NOT_ACTIONABLE", "the element is disabled (or inert); nothing was typed", false);
   const kind = typability(el);
   if (kind !== "field" && kind !== "editable") return fail("NOT_TYPABLE", kind, false);
-  STATE.effect = true;
-  if (typeof el.focus === "function") el.focus();
-  // Focus handlers may have removed, replaced, disabled or retyped the element.
-  if (!isLive(el)) return fail("NODE_REPLACED", "the element was removed while it was being focused; observe before acting", true);
-  const again = typability(el);
-  if (again !== kind) {
-    return fail("NOT_TYPABLE", (again === "field" || again === "editable" ? "the element changed kind" : again) +
-      " after focus; observe before acting", true);
-  }
+  const changed = focusAndRecheck(el, kind, typability, ["field", "editable"]);
+  if (changed) return changed;
   const doc = el.ownerDocument;
   const view = doc.defaultView;
   const text = String(P.text);
