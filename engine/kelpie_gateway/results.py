@@ -20,7 +20,7 @@ import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from . import jsonio
 from .errors import JsonObject, Refusal
@@ -75,12 +75,13 @@ def is_position(rest: Any) -> bool:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Planned:
+class Planned(NamedTuple):
     """What the transaction planned: the canonical ``method`` name, its validated ``params`` (defaults
     applied), the target ``tab_id`` (None for tab-less methods), whether it ``mutates``, and for
     ``extension.call`` the descriptor's native ``endpoint`` and, for a ref-bearing extension
-    (``refArguments``), the renderer ``handles`` behind its refs (argument name → handle)."""
+    (``refArguments``), the renderer ``handles`` behind its refs (argument name → handle). Immutable; a
+    named tuple because one is made per transaction (a frozen dataclass costs a ``object.__setattr__``
+    per field)."""
 
     method: str
     params: JsonObject
