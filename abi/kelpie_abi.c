@@ -118,6 +118,77 @@ static char *_kg_error_envelope(const char *code, const char *message)
     return _kg_dup(out, strlen(out));
 }
 
+/* ------------------------------------------------------------------ idle fast path ---- */
+
+/*
+ * `next(gw, NULL)` while gw's direct lane holds no transaction is answered here, without entering Python
+ * (docs/c-abi.md, "Costs"): the engine tells us every change of that lane (Gateway.watch_direct_lane,
+ * called under the gateway's lock before the call that changed it returns) through _kg_idle_set. The
+ * answer is exactly what the engine would give, {"step":"idle"}; anything else (an unknown handle, a
+ * busy lane, a transaction id) goes to Python as before. One mutex guards the table: an uncontended
+ * lock costs tens of nanoseconds, and the table is only written when a direct-lane transaction starts
+ * or ends.
+ */
+#define KG_IDLE_BUCKETS 256
+static const char _kg_idle_step[] = "{\"step\":\"idle\"}";
+
+struct kg_idle {
+    uintptr_t handle;
+    int32_t idle;
+    struct kg_idle *next;
+};
+
+static struct kg_idle *_kg_idle_table[KG_IDLE_BUCKETS];
+static pthread_mutex_t _kg_idle_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Record whether `handle`'s direct lane is free (idle 1) or taken (0); adds the handle if unknown. */
+static void _kg_idle_set(uintptr_t handle, int32_t idle)
+{
+    struct kg_idle **bucket = &_kg_idle_table[handle % KG_IDLE_BUCKETS], *e;
+    pthread_mutex_lock(&_kg_idle_lock);
+    for (e = *bucket; e != NULL && e->handle != handle; e = e->next)
+        ;
+    if (e == NULL) {
+        e = (struct kg_idle *)malloc(sizeof *e);
+        if (e != NULL) { /* out of memory: the handle just takes the Python path */
+            e->handle = handle;
+            e->next = *bucket;
+            *bucket = e;
+        }
+    }
+    if (e != NULL)
+        e->idle = idle;
+    pthread_mutex_unlock(&_kg_idle_lock);
+}
+
+/* Drop `handle` (destroy): its calls take the Python path again, which refuses the handle. */
+static void _kg_idle_forget(uintptr_t handle)
+{
+    struct kg_idle **link = &_kg_idle_table[handle % KG_IDLE_BUCKETS], *e;
+    pthread_mutex_lock(&_kg_idle_lock);
+    while ((e = *link) != NULL && e->handle != handle)
+        link = &e->next;
+    if (e != NULL) {
+        *link = e->next;
+        free(e);
+    }
+    pthread_mutex_unlock(&_kg_idle_lock);
+}
+
+/* 1 when `handle` is a live gateway whose direct lane is free, else 0. */
+static int _kg_idle_get(uintptr_t handle)
+{
+    struct kg_idle *e;
+    int idle = 0;
+    pthread_mutex_lock(&_kg_idle_lock);
+    for (e = _kg_idle_table[handle % KG_IDLE_BUCKETS]; e != NULL && e->handle != handle; e = e->next)
+        ;
+    if (e != NULL)
+        idle = e->idle;
+    pthread_mutex_unlock(&_kg_idle_lock);
+    return idle;
+}
+
 /* ------------------------------------------------------------------ runtime bootstrap ---- */
 
 static pthread_once_t _kg_once = PTHREAD_ONCE_INIT;
@@ -310,6 +381,8 @@ static char *_kg_call(KelpieBrowserGatewayRef gw, int32_t op, const char *data)
     char *out;
     if (gw == NULL)
         return _kg_error_step(op, "INVALID_REQUEST", _kg_invalid_handle);
+    if (op == KG_OP_NEXT && data == NULL && _kg_idle_get((uintptr_t)gw))
+        return _kg_dup(_kg_idle_step, sizeof _kg_idle_step - 1);
     if (data == NULL && op != KG_OP_NEXT)
         return _kg_error_step(op, op <= KG_OP_BEGIN_MCP ? "INVALID_JSON" : "INVALID_REQUEST",
                               "the JSON text argument is NULL");

@@ -4,8 +4,8 @@ abi/build_abi.py embeds this file in the library; it runs once, inside the embed
 time a C caller needs the runtime. Nothing about the build machine is recorded in it: the engine's bundle
 directory is found by the C side relative to the library (``lib._kg_bundle_dir()``).
 
-The shims are thin: bytes in, one engine call, bytes out (``kelpie_gateway.jsonio.dumps``). They parse
-nothing and decide nothing except the handle lookup. Each one catches everything (BaseException
+The shims are thin: bytes in, one engine call, bytes out (``Gateway.call_json``: the step's JSON, made
+once). They parse nothing and decide nothing except the handle lookup. Each one catches everything (BaseException
 included): no Python exception ever crosses into C. Strings go back to C through ``lib._kg_dup`` (C
 malloc), never ffi.new memory. Handles are integers looked up in ``_TABLE``: they are not object
 addresses, are never reused in a process, and an unknown one is refused without use.
@@ -76,8 +76,10 @@ def _kg_py_create(config, size, error_out):
         except GatewayConfigError as exc:
             error_out[0] = _out(dumps(exc.envelope))
             return 0
+        handle = _SALT | next(_COUNTER)  # itertools.count: atomic under the GIL
+        # The C side answers next(NULL) on a free direct lane itself (abi/kelpie_abi.c, "idle fast path").
+        gw.watch_direct_lane(lambda busy, h=handle: lib._kg_idle_set(h, 0 if busy else 1))
         with _TABLE_LOCK:
-            handle = _SALT | next(_COUNTER)
             _TABLE[handle] = gw
         return handle
     except BaseException as exc:
@@ -98,6 +100,7 @@ def _kg_py_destroy(handle):
                 gw.close()
             except GatewayPendingError:
                 return PENDING
+            lib._kg_idle_forget(handle)
             del _TABLE[handle]
         return OK
     except BaseException:
@@ -122,7 +125,7 @@ def _kg_py_call(handle, op, data, size, status_out):
                 return lib._kg_error_step(op, b"INVALID_REQUEST", _INVALID_UTF8.encode())
         else:
             arg = ffi.unpack(data, size)
-        return _out(dumps(getattr(gw, _OPS[op])(arg)))
+        return _out(gw.call_json(_OPS[op], arg))
     except BaseException as exc:
         return lib._kg_error_step(op, b"INTERNAL", _describe(exc))
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from . import mcp
 from .errors import JsonObject
-from .gateway import GatewayCore
+from .gateway import GatewayCore, step_json
 
 
 class Gateway(GatewayCore):
@@ -28,3 +28,9 @@ class Gateway(GatewayCore):
         """Start a transaction from a JSON-RPC 2.0 message (§7); the ``complete`` step carries the
         JSON-RPC response (``null`` with ``httpStatus: 202`` for a notification)."""
         return mcp.begin(self, message)
+
+    def call_json(self, operation: str, argument: Any) -> bytes:
+        """The C ABI's entry (see :meth:`GatewayCore.call_json`), ``begin_mcp`` included."""
+        if operation == "begin_mcp":
+            return step_json(self._begin_step(argument, mcp.FRONTEND))
+        return super().call_json(operation, argument)

@@ -206,6 +206,63 @@ def _check_refs(validator: Any, schema: Any) -> None:
     validator.is_valid({})
 
 
+_FLAGS: Final = frozenset({"browserAvailable", "fixedReader", "allowActions", "requireAuthorization"})
+_KEBAB_SEARCH: Final = _KEBAB_RE.search  # what JSON Schema's "pattern" does: re.search
+
+
+def _globs_ok(value: Any) -> bool:
+    return (
+        type(value) is list
+        and len(value) <= MAX_LIST
+        and all(type(g) is str and 1 <= len(g) <= 128 for g in value)
+    )
+
+
+def plainly_valid(data: dict[str, Any]) -> bool:
+    """True only when ``data`` (parsed JSON) certainly satisfies :func:`config_json_schema` and declares no
+    extension: the usual config, checked without importing ``jsonschema`` (its import and validator cost
+    most of a cold start, issue 16). False means "not decided here": the ``jsonschema`` validator is the
+    authority for everything else and words every error. ``tests/engine/test_config.py`` checks with
+    Hypothesis that this never accepts what the validator refuses and accepts every valid config
+    without extensions."""
+    for key, value in data.items():
+        if key in _FLAGS:
+            if type(value) is not bool:
+                return False
+        elif key == "nativeMethods":
+            if type(value) is not list or len(value) > MAX_LIST:
+                return False
+            for name in value:
+                if type(name) is not str or len(name) > 64 or _KEBAB_SEARCH(name) is None:
+                    return False
+            if len(set(value)) != len(value):
+                return False
+        elif key == "targeting":
+            if value not in ("direct", "selected") or type(value) is not str:
+                return False
+        elif key == "realm":
+            if value not in ("isolated", "page") or type(value) is not str:
+                return False
+        elif key == "pinnedTab":
+            if value is not None and (type(value) is not str or not 1 <= len(value) <= 256):
+                return False
+        elif key == "retirementGraceMs":
+            if type(value) is not int or not 0 <= value <= RETIREMENT_GRACE_MAX_MS:
+                return False
+        elif key == "extensions":
+            if value != [] or type(value) is not list:
+                return False
+        elif key == "extensionFilter":
+            if type(value) is not dict:
+                return False
+            for k, v in value.items():
+                if k not in ("include", "exclude") or not _globs_ok(v):
+                    return False
+        else:
+            return False
+    return True
+
+
 def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
     """Validate ``raw`` (Mapping or JSON text) and return a :class:`Config`.
 
@@ -225,14 +282,15 @@ def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
         raise _fail("", "must be a JSON object")
     if not isinstance(data, dict):
         raise _fail("", "must be a JSON object")
-    if _VALIDATOR is None:
-        _VALIDATOR = strict_validator(config_json_schema())
-    errors = sorted(
-        _VALIDATOR.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.path)))
-    )
-    if errors:
-        err = errors[0]
-        raise _fail(_pointer(err.absolute_path), err.message[:300])
+    if not plainly_valid(data):  # jsonschema decides (and words the error): imported only when needed
+        if _VALIDATOR is None:
+            _VALIDATOR = strict_validator(config_json_schema())
+        errors = sorted(
+            _VALIDATOR.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.path)))
+        )
+        if errors:
+            err = errors[0]
+            raise _fail(_pointer(err.absolute_path), err.message[:300])
     native = data.get("nativeMethods", [])
     for i, name in enumerate(native):  # JSON Schema's "$" (Python re.search) accepts a trailing newline
         if _KEBAB_RE.fullmatch(name) is None:

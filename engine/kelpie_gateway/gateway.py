@@ -51,7 +51,7 @@ from .config import Config, Extension, parse_config
 from .errors import ERROR_CODES, GatewayPendingError, JsonObject, Refusal, failure, rejected, success
 from .refs import RefError, RefStore
 from .schema import METHODS, TIMEOUT_DEFAULT_MS, ParamError, validate_request
-from .transaction import AUTHORIZE_STATES, DISPATCH_STATES, Transaction
+from .transaction import AUTHORIZE_STATES, DISPATCH_STATES, PendingStep, Transaction
 
 Render = Callable[[JsonObject], Any]
 Clock = Callable[[], float]
@@ -63,6 +63,9 @@ UNDELIVERED_MEMORY: Final = 4096
 """How many completed mutating transactions ``advance({"transaction","undelivered":true})`` can still
 mark (the most recent ones; the host reports an undelivered response right after failing to send it)."""
 _REF_METHODS: Final = frozenset({"tab.click", "tab.type"})
+_TEXT: Final = (str, bytes, bytearray, memoryview)
+"""JSON text arguments (a tuple: ``isinstance`` with a ``X | Y`` union builds the union on every call)."""
+_ID_TYPES: Final = (str, int, float)
 
 
 class Frontend(Protocol):
@@ -83,7 +86,7 @@ class Frontend(Protocol):
 def _request_id(request: Any) -> Any:
     """The request's id when it can be read without trusting the request (for INTERNAL answers)."""
     rid = request.get("id") if isinstance(request, Mapping) else None
-    return rid if isinstance(rid, str | int | float) and not isinstance(rid, bool) else None
+    return rid if isinstance(rid, _ID_TYPES) and not isinstance(rid, bool) else None
 
 
 class _Canonical:
@@ -99,15 +102,51 @@ class _Canonical:
 _CANONICAL: Final = _Canonical()
 
 
+def _pend(txn: Transaction, step: PendingStep) -> PendingStep:
+    step.json = jsonio.dumps(step)
+    txn.pending = step
+    return step
+
+
+def _own(step: JsonObject) -> JsonObject:
+    """What the Python API returns: a step the caller owns (a pending step is parsed from its JSON)."""
+    if type(step) is PendingStep:
+        copied: JsonObject = orjson.loads(step.json)
+        return copied
+    return step
+
+
+def step_json(step: JsonObject) -> bytes:
+    """What the C ABI returns: the step's JSON text (a pending step's was made when it was issued)."""
+    if type(step) is PendingStep:
+        return step.json
+    return jsonio.dumps(step)
+
+
+_DIGESTS: dict[bytes, str] = {}
+_DIGEST_MEMO_ENTRIES: Final = 1024
+_DIGEST_MEMO_BYTES: Final = 512
+
+
 def params_digest(params: Any) -> str | None:
     """Hex SHA-256 of ``params`` in canonical form: compact UTF-8 JSON, object keys sorted, no whitespace
     (``orjson`` ``OPT_SORT_KEYS``). None when ``params`` is not a JSON object (nothing canonical to hash)."""
     if not isinstance(params, dict):
         return None
     try:
-        return hashlib.sha256(orjson.dumps(params, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        text = orjson.dumps(params, option=orjson.OPT_SORT_KEYS)
     except (TypeError, orjson.JSONEncodeError):
         return None
+    # The same few small params come back again and again (tabs.list's defaults, snapshots): remember
+    # their digests (bounded: small texts only, cleared when full).
+    digest = _DIGESTS.get(text)
+    if digest is None:
+        digest = hashlib.sha256(text).hexdigest()
+        if len(text) <= _DIGEST_MEMO_BYTES:
+            if len(_DIGESTS) >= _DIGEST_MEMO_ENTRIES:
+                _DIGESTS.clear()
+            _DIGESTS[text] = digest
+    return digest
 
 
 class GatewayCore:
@@ -137,20 +176,26 @@ class GatewayCore:
         self._working: Transaction | None = None
         self._audit_hint: tuple[str | None, str | None, Any] = (None, None, None)
         self._natives = natives.Context(self._key, self._refs.resolve, self._refs.resume)
+        self._direct_watcher: Callable[[bool], None] | None = None
 
     # ================================================================== public API
     def begin(self, request: Mapping[str, Any] | str | bytes) -> JsonObject:
         """Start a canonical transaction (§5). Returns an ``authorize``, ``dispatch`` or ``complete`` step."""
-        return self.begin_with(request, _CANONICAL)
+        return _own(self._begin_step(request, _CANONICAL))
 
     def begin_with(self, message: Any, frontend: Frontend) -> JsonObject:
         """Start a transaction from ``message`` through ``frontend`` (the canonical JSON one for
         :meth:`begin`, MCP for ``begin_mcp``) under the gateway's lock, after draining queued ref
         invalidations (§6). A gateway bug while translating completes with the frontend's INTERNAL
         answer, so the caller always gets a step."""
+        return _own(self._begin_step(message, frontend))
+
+    def _begin_step(self, message: Any, frontend: Frontend) -> JsonObject:
         with self._lock:
             self._refs.drain()
             try:
+                if frontend is _CANONICAL:
+                    return self._begin_raw(message)
                 return frontend.translate(self, message)
             except Exception as exc:  # a bug: report it, keep the gateway usable
                 envelope, render = frontend.internal_error(message, exc)
@@ -168,6 +213,13 @@ class GatewayCore:
         ``"overdue": true`` once ``timeoutMs`` + ``retirementGraceMs`` (config, default 5000, at most
         5000) have passed: the host must then end the stuck work (stop the page's script, else close or
         crash that renderer) and report ``{"transaction","retire":"renderer-closed"}`` (§5, v1.1)."""
+        step = self._next_step(transaction)
+        if type(step) is PendingStep:
+            copied: JsonObject = orjson.loads(step.json)
+            return copied
+        return step
+
+    def _next_step(self, transaction: str | None) -> JsonObject:
         with self._lock:
             self._refs.drain()
             if transaction is None:
@@ -180,17 +232,22 @@ class GatewayCore:
                 return {"step": "idle"}
             if txn.state == "retiring":
                 return {"step": "idle", "awaitingRetirement": self._awaiting(txn)}
-            if txn.pending is None:
+            pending = txn.pending
+            if pending is None:
                 return {"step": "idle"}
-            step = jsonio.clone(txn.pending)
             if txn.deadline is not None and self._clock() > txn.deadline:
+                step: JsonObject = orjson.loads(pending.json)
                 step["overdue"] = True
-            return step
+                return step
+            return pending
 
     def advance(self, result: Mapping[str, Any] | str | bytes) -> JsonObject:
         """Consume one host result: ``{"transaction","seq","result"}`` or ``{"transaction","retire":
         "renderer-closed"}``. A result that does not match the pending step is ``rejected``
         (``STALE_STEP``) and changes nothing; malformed input is ``rejected`` ``INVALID_REQUEST``."""
+        return _own(self._advance_step(result))
+
+    def _advance_step(self, result: Any) -> JsonObject:
         with self._lock:
             self._refs.drain()
             self._working = None
@@ -205,6 +262,9 @@ class GatewayCore:
         During ``authorize`` or a read-only dispatch: complete, refused, ``mayHaveCompleted:false``.
         During a mutating dispatch: complete, ``mayHaveCompleted:true``. After a cancel during any
         dispatch the lane stays exclusive until the late callback retires (not for renderer-closed)."""
+        return _own(self._cancel_step(cancel))
+
+    def _cancel_step(self, cancel: Any) -> JsonObject:
         with self._lock:
             self._refs.drain()
             self._working = None
@@ -212,6 +272,32 @@ class GatewayCore:
                 return self._cancel(cancel)
             except Exception as exc:
                 return self._abort(exc)
+
+    def call_json(self, operation: str, argument: Any) -> bytes:
+        """The C ABI's entry (``abi/shims.py``; not part of the Python API of §11): run ``operation``
+        (``begin``, ``next``, ``advance`` or ``cancel``; :class:`~kelpie_gateway.Gateway` adds
+        ``begin_mcp``) on ``argument`` and return the step as compact UTF-8 JSON — byte for byte
+        ``dumps(getattr(self, operation)(argument))``, without the Python API's copy of a pending step.
+        Raises ``ValueError`` for an unknown operation (a caller's bug); never for bad input."""
+        if operation == "advance":
+            return step_json(self._advance_step(argument))
+        if operation == "begin":
+            return step_json(self._begin_step(argument, _CANONICAL))
+        if operation == "next":
+            return step_json(self._next_step(argument))
+        if operation == "cancel":
+            return step_json(self._cancel_step(argument))
+        raise ValueError(f"unknown operation {operation!r}")
+
+    def watch_direct_lane(self, watcher: Callable[[bool], None] | None) -> None:
+        """Call ``watcher(busy)`` whenever the direct lane is taken (True) or freed (False), under the
+        gateway's lock, before the call that changed it returns; once now with the current state. While
+        the lane is free, ``next()`` answers exactly ``{"step":"idle"}``: the C ABI uses this to answer
+        that ``next`` without entering Python (docs/c-abi.md, "Costs"). None stops watching."""
+        with self._lock:
+            self._direct_watcher = watcher
+            if watcher is not None:
+                watcher("direct" in self._lanes)
 
     def invalidate_refs(self, tab_id: str | None = None) -> None:
         """Invalidate ``tab_id``'s refs (None = every tab). Any thread, any time; never blocks (§6)."""
@@ -227,6 +313,8 @@ class GatewayCore:
                 raise GatewayPendingError(f"renderer callback pending for {', '.join(pending)}")
             self._closed = True
             self._lanes.clear()
+            if self._direct_watcher is not None:
+                self._direct_watcher(False)
             self._by_id.clear()
 
     def _abort(self, exc: Exception) -> JsonObject:
@@ -305,12 +393,12 @@ class GatewayCore:
         return f"t{self._counter}"
 
     def _begin_raw(self, request: Any, render: Render | None = None) -> JsonObject:
-        if isinstance(request, str | bytes | bytearray | memoryview):
+        if isinstance(request, _TEXT):
             try:
                 request = jsonio.loads(request)
             except jsonio.JsonError as exc:
                 return self.complete_now(failure(None, exc.code, str(exc)), render)
-        elif isinstance(request, Mapping):
+        elif type(request) is dict or isinstance(request, Mapping):
             # An independent copy (later edits by the caller change nothing), the same 4 MiB cap and the
             # same refusal of lone surrogates as JSON text.
             try:
@@ -422,6 +510,8 @@ class GatewayCore:
         except Refusal as exc:
             return self.complete_now(failure(rid, exc.code, exc.message), render, name, txn_id=txn.id)
         self._lanes[lane] = txn
+        if lane == "direct" and self._direct_watcher is not None:
+            self._direct_watcher(True)
         self._by_id[txn.id] = txn
         if self._config.require_authorization:
             return self._issue_authorize(txn, "authorize", txn.request, txn.mutates)
@@ -444,7 +534,8 @@ class GatewayCore:
                 self._refs.resolve(ref, target)
             except RefError as exc:
                 raise Refusal(exc.code, exc.message) from None
-        self._captured_handles(txn, tab_id)
+        if txn.plan.get("ext") is not None:
+            self._captured_handles(txn, tab_id)
         if txn.method == "tab.snapshot":  # scope and cursor are refused before anything runs (§9 v1.1)
             natives.snapshot_anchor(params, tab_id or "", self._natives)
         if txn.mutates and tab_id is not None and tab_id in self._reconcile:
@@ -482,16 +573,18 @@ class GatewayCore:
         txn.plan["authorized"] = False  # until the host admits it (audit.authorized)
         tab = txn.tab_id
         target = None if tab is None else {"tabId": tab, "generation": self._refs.generation(tab)}
-        txn.pending = {
-            "step": "authorize",
-            "transaction": txn.id,
-            "seq": txn.seq,
-            "lane": txn.lane,
-            "request": request,
-            "mutates": mutates,
-            "target": target,
-        }
-        return jsonio.clone(txn.pending)
+        return _pend(
+            txn,
+            PendingStep(
+                step="authorize",
+                transaction=txn.id,
+                seq=txn.seq,
+                lane=txn.lane,
+                request=request,
+                mutates=mutates,
+                target=target,
+            ),
+        )
 
     def _issue_dispatch(
         self, txn: Transaction, event: str, method: str, params: JsonObject, mutates: bool
@@ -501,16 +594,18 @@ class GatewayCore:
         txn.dispatches += 1
         timeout = txn.request["params"].get("timeoutMs", TIMEOUT_DEFAULT_MS)
         txn.deadline = self._clock() + timeout / 1000.0
-        txn.pending = {
-            "step": "dispatch",
-            "transaction": txn.id,
-            "seq": txn.seq,
-            "method": method,
-            "params": params,
-            "mutates": mutates,
-            "timeoutMs": timeout,
-        }
-        return jsonio.clone(txn.pending)
+        return _pend(
+            txn,
+            PendingStep(
+                step="dispatch",
+                transaction=txn.id,
+                seq=txn.seq,
+                method=method,
+                params=params,
+                mutates=mutates,
+                timeoutMs=timeout,
+            ),
+        )
 
     def _after_admission(self, txn: Transaction) -> JsonObject:
         name = txn.method
@@ -567,7 +662,7 @@ class GatewayCore:
             txn.tab_id,
             txn.mutates,
             ext.method if ext is not None else None,
-            self._captured_handles(txn, txn.tab_id) or None,
+            (self._captured_handles(txn, txn.tab_id) or None) if ext is not None else None,
         )
         txn.plan["planned"] = planned
         return planned
@@ -616,6 +711,8 @@ class GatewayCore:
     def _release(self, txn: Transaction) -> None:
         if self._lanes.get(txn.lane) is txn:
             del self._lanes[txn.lane]
+            if txn.lane == "direct" and self._direct_watcher is not None:
+                self._direct_watcher(False)
         self._by_id.pop(txn.id, None)
 
     def _remember_mutation(self, txn_id: str, tab: str) -> None:
@@ -644,17 +741,17 @@ class GatewayCore:
 
     # ================================================================== advance / cancel
     def _parse_host(self, data: Any, cap: int) -> tuple[Any, int]:
-        if isinstance(data, str | bytes | bytearray | memoryview):
+        if isinstance(data, _TEXT):
             size = len(data)
             try:
                 return jsonio.loads(data, cap=cap, lone_surrogates=True), size
             except jsonio.JsonError as exc:
                 raise Refusal("INVALID_REQUEST", str(exc)) from None
-        if isinstance(data, Mapping):
+        if type(data) is dict or isinstance(data, Mapping):
             # Round-trip a Python host's dict: an independent copy, lone surrogates repaired, and the
             # same size as JSON text for the 32 MiB result cap.
             try:
-                text = jsonio.dumps(dict(data))
+                text = jsonio.dumps(data if type(data) is dict else dict(data))
             except TypeError as exc:
                 raise Refusal("INVALID_REQUEST", f"not JSON data: {exc}") from None
             return orjson.loads(text), len(text)
@@ -952,7 +1049,7 @@ class GatewayCore:
         if mutation and txn.tab_id is not None:
             self._reconcile.add(txn.tab_id)
             self._remember_mutation(txn.id, txn.tab_id)
-        pending = txn.pending or {}
+        pending: JsonObject = txn.pending or {}
         params = pending.get("params")
         tab = params.get("tabId") if isinstance(params, dict) else None
         txn.plan["abandoned"] = {

@@ -16,6 +16,7 @@ from typing import Any, Final, TypeVar
 import orjson
 
 _T = TypeVar("_T")
+_SEQUENCES: Final = (list, tuple)
 
 MAX_REQUEST_BYTES: Final = 4 * 1024 * 1024
 """Canonical or JSON-RPC request cap (4 MiB, CONTRACT.md §8)."""
@@ -75,6 +76,8 @@ def loads(
 
 def _repair(value: Any) -> Any:
     if isinstance(value, str):
+        if value.isascii():  # no surrogate is ASCII: nothing to repair
+            return value
         try:
             value.encode("utf-8")
             return value
@@ -84,7 +87,7 @@ def _repair(value: Any) -> Any:
             return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     if isinstance(value, Mapping):
         return {_repair(k): _repair(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, _SEQUENCES):
         return [_repair(v) for v in value]
     return value
 

@@ -20,7 +20,7 @@ import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from . import jsonio
 from .errors import JsonObject, Refusal
@@ -75,12 +75,13 @@ def is_position(rest: Any) -> bool:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Planned:
+class Planned(NamedTuple):
     """What the transaction planned: the canonical ``method`` name, its validated ``params`` (defaults
     applied), the target ``tab_id`` (None for tab-less methods), whether it ``mutates``, and for
     ``extension.call`` the descriptor's native ``endpoint`` and, for a ref-bearing extension
-    (``refArguments``), the renderer ``handles`` behind its refs (argument name → handle)."""
+    (``refArguments``), the renderer ``handles`` behind its refs (argument name → handle). Immutable; a
+    named tuple because one is made per transaction (a frozen dataclass costs a ``object.__setattr__``
+    per field)."""
 
     method: str
     params: JsonObject
@@ -159,8 +160,13 @@ def parse_tabs(result: JsonObject) -> list[JsonObject]:
     for i, t in enumerate(raw):
         if not isinstance(t, dict):
             raise malformed(f"get-tabs tabs[{i}]: not an object")
+        get = t.get
         tab_id, gen, url, title, active = (
-            t.get(k) for k in ("tabId", "generation", "url", "title", "active")
+            get("tabId"),
+            get("generation"),
+            get("url"),
+            get("title"),
+            get("active"),
         )
         if not (
             isinstance(tab_id, str)
@@ -176,11 +182,11 @@ def parse_tabs(result: JsonObject) -> list[JsonObject]:
         entry = {
             "tabId": tab_id,
             "generation": gen,
-            "url": repair(url),
-            "title": repair(title),
+            "url": url if url.isascii() else repair(url),  # ASCII holds no surrogate
+            "title": title if title.isascii() else repair(title),
             "active": active,
         }
-        if t.get("crashed") is True:  # the tab's renderer crashed: tab.navigate or tabs.close recovers it
+        if get("crashed") is True:  # the tab's renderer crashed: tab.navigate or tabs.close recovers it
             entry["crashed"] = True
         tabs.append(entry)
     return tabs
@@ -196,8 +202,8 @@ def _tabs_list(_p: Planned, result: JsonObject) -> Shaped:
     tabs = parse_tabs(result)
     return Shaped(
         {"tabs": tabs},
-        generations=tuple((t["tabId"], t["generation"]) for t in tabs),
-        observed_tabs=tuple(t["tabId"] for t in tabs),
+        generations=tuple([(t["tabId"], t["generation"]) for t in tabs]),
+        observed_tabs=tuple([t["tabId"] for t in tabs]),
     )
 
 

@@ -343,6 +343,7 @@ NATIVE_ENDPOINTS: Final[tuple[str, ...]] = tuple(
 every core method advertised)."""
 
 _REQUEST_KEYS: Final = frozenset({"version", "id", "method", "params"})
+_ID_TYPES: Final = (str, int, float)
 
 
 def _type_ok(kind: str, value: Any) -> bool:
@@ -423,7 +424,7 @@ def validate_request(request: Any) -> tuple[Any, Method | None, str, JsonObject]
     if not isinstance(request, dict):
         raise ParamError("INVALID_REQUEST", "", "a canonical request must be a JSON object")
     request_id = request.get("id")
-    if not (request_id is None or isinstance(request_id, str | int | float)) or isinstance(request_id, bool):
+    if not (request_id is None or isinstance(request_id, _ID_TYPES)) or isinstance(request_id, bool):
         raise ParamError("INVALID_REQUEST", "/id", "must be a string, a number or null")
     if isinstance(request_id, int) and not -(2**63) <= request_id < 2**64:
         raise ParamError("INVALID_REQUEST", "/id", "an integer id must fit in 64 bits")

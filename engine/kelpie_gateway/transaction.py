@@ -91,11 +91,22 @@ _NEXT: Final[dict[tuple[str, str], str]] = {
 }
 
 
+class PendingStep(dict[str, Any]):
+    """An ``authorize`` or ``dispatch`` step as the transaction keeps it for ``next`` (``Transaction.pending``),
+    with ``json``, its JSON text, serialised once when it is issued. Internal step producers return it
+    as is; the Python API hands out an independent copy parsed from ``json`` (``gateway._own``) and the C ABI
+    sends ``json`` itself (``GatewayCore.call_json``), so a step is never copied twice. It may share
+    containers with the transaction's request: never give it out, never edit it."""
+
+    __slots__ = ("json",)
+    json: bytes
+
+
 class IllegalTransition(RuntimeError):
     """An event fired in a state that has no such transition (a gateway bug)."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Transaction:
     """One transaction's bookkeeping. ``state`` changes only through :meth:`fire`.
 
@@ -113,7 +124,7 @@ class Transaction:
     render: Callable[[dict[str, Any]], Any] | None = None
     state: str = "new"
     seq: int = 0
-    pending: dict[str, Any] | None = None
+    pending: PendingStep | None = None
     tab_id: str | None = None
     dispatches: int = 0
     dispatched_mutation: bool = False

@@ -123,16 +123,16 @@ def test_library_reuses_the_running_interpreter(lib: Lib, gw: int) -> None:
     assert "_kelpie_gateway_abi" in sys.modules
     assert lib.dll.kelpie_browser_gateway_version().decode() == kelpie_gateway.__version__
     # An engine patch made here is seen by calls through the ABI: same module objects.
-    original = kelpie_gateway.Gateway.begin
+    original = kelpie_gateway.Gateway.call_json  # what the shims call (one JSON text out per step)
 
-    def boom(self: Any, request: Any) -> Any:
+    def boom(self: Any, operation: str, argument: Any) -> Any:
         raise RuntimeError("injected fault")
 
-    kelpie_gateway.Gateway.begin = boom  # type: ignore[method-assign]
+    kelpie_gateway.Gateway.call_json = boom  # type: ignore[method-assign]
     try:
         step = lib.call("begin", gw, {"version": 1, "method": "tabs.list", "params": {}})
     finally:
-        kelpie_gateway.Gateway.begin = original  # type: ignore[method-assign]
+        kelpie_gateway.Gateway.call_json = original  # type: ignore[method-assign]
     # ...and a Python exception never crosses the boundary: it becomes an INTERNAL envelope.
     assert step["step"] == "complete" and step["response"]["error"]["code"] == "INTERNAL"
     assert "injected fault" in step["response"]["error"]["message"]
@@ -237,3 +237,87 @@ def test_request_cap_is_enforced_before_python(lib: Lib, gw: int) -> None:
     step = lib.call("begin", gw, at_cap)
     assert step["step"] == "authorize"
     lib.call("cancel", gw, {"transaction": step["transaction"], "reason": "cancelled"})
+
+
+def _raw_next(lib: Lib, handle: int | None, transaction: bytes | None = None) -> bytes:
+    ptr = lib.dll.kelpie_browser_gateway_next(handle, transaction)
+    try:
+        return ctypes.string_at(ptr)
+    finally:
+        lib.dll.kelpie_mcp_free_string(ptr)
+
+
+def test_idle_next_is_answered_by_c_with_the_engines_exact_answer(lib: Lib) -> None:
+    """Issue 16: next(NULL) on a free direct lane is answered without entering Python, byte for byte
+    what the engine answers; every other state (a pending step, a cancelled dispatch awaiting
+    retirement, a destroyed handle) still comes from the engine, in lockstep with a Python gateway."""
+    from kelpie_gateway import Gateway, dumps
+
+    handle, _ = lib.create(CONFIG)
+    assert handle
+    py = Gateway(CONFIG)
+
+    def both_next() -> tuple[bytes, bytes]:
+        return _raw_next(lib, handle), dumps(py.next())
+
+    idle = both_next()
+    assert idle[0] == idle[1] == b'{"step":"idle"}'
+    # The engine is not consulted for it: with the engine's entry broken, an idle next still answers...
+    import kelpie_gateway
+
+    original = kelpie_gateway.Gateway.call_json
+
+    def boom(self: Any, operation: str, argument: Any) -> Any:
+        raise RuntimeError("engine entered")
+
+    kelpie_gateway.Gateway.call_json = boom  # type: ignore[method-assign]
+    try:
+        assert _raw_next(lib, handle) == b'{"step":"idle"}'
+        # ...while anything that needs the engine reports the fault as a value.
+        assert "engine entered" in json.loads(_raw_next(lib, handle, b"t1"))["error"]["message"]
+    finally:
+        kelpie_gateway.Gateway.call_json = original  # type: ignore[method-assign]
+
+    select = {"version": 1, "method": "tabs.select", "params": {"tabId": "t1"}}
+    a, p = lib.call("begin", handle, select), py.begin(select)
+    assert a == p and a["step"] == "authorize"
+    assert both_next()[0] == both_next()[1] == dumps(a)  # busy: the pending step, from the engine
+    ok = {"result": {"success": True}}
+    a = lib.call("advance", handle, {"transaction": a["transaction"], "seq": a["seq"], **ok})
+    p = py.advance({"transaction": p["transaction"], "seq": p["seq"], **ok})
+    assert a == p and a["step"] == "dispatch"
+    assert both_next()[0] == both_next()[1] == dumps(a)
+    cancel = {"transaction": a["transaction"], "reason": "timeout"}
+    lib.call("cancel", handle, cancel)
+    py.cancel(cancel)
+    waiting = both_next()  # the lane stays taken while the late callback is out: not the plain idle
+    assert waiting[0] == waiting[1] and json.loads(waiting[0])["awaitingRetirement"]["transaction"] == a["transaction"]
+    late = {"transaction": a["transaction"], "seq": a["seq"], "result": {"success": True, "tabId": "t1", "generation": 1}}
+    assert lib.call("advance", handle, late)["step"] == py.advance(late)["step"] == "retired"
+    assert both_next() == idle
+    # A transaction answered inside the engine (capabilities) holds the lane only until it completes.
+    tools = {"version": 1, "method": "capabilities", "params": {}}
+    a = lib.call("begin", handle, tools)
+    assert a["step"] == "authorize" and a["lane"] == "direct"
+    assert json.loads(_raw_next(lib, handle)) == a
+    a = lib.call("advance", handle, {"transaction": a["transaction"], "seq": a["seq"], **ok})
+    assert a["step"] == "complete"
+    assert _raw_next(lib, handle) == b'{"step":"idle"}'
+    assert lib.destroy(handle) == OK
+    assert json.loads(_raw_next(lib, handle))["error"]["code"] == "INVALID_REQUEST"  # forgotten by C too
+
+
+def test_python_api_steps_are_independent_of_the_engine(lib: Lib, gw: int) -> None:
+    """A pending step handed out by the Python API is the caller's: editing it changes neither what next
+    returns nor what the ABI sends."""
+    from kelpie_gateway import Gateway, dumps
+
+    py = Gateway(CONFIG)
+    step = py.begin({"version": 1, "method": "tabs.select", "params": {"tabId": "t1"}})
+    step["request"]["params"]["tabId"] = "edited"
+    step["seq"] = 99
+    again = py.next()
+    assert again["request"]["params"]["tabId"] == "t1" and again["seq"] == 1
+    again["request"]["method"] = "edited"
+    assert py.next()["request"]["method"] == "tabs.select"
+    assert py.call_json("next", None) == dumps(py.next())

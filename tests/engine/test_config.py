@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
+import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kelpie_gateway import Gateway, GatewayConfigError
+from kelpie_gateway.config import config_json_schema, plainly_valid
+from kelpie_gateway.schema import strict_validator
+
+from tests.depth import examples
 
 GOOD_EXT = {"name": "dialog_accept", "method": "dialog-accept", "description": "Accept the open dialog.",
             "inputSchema": {"type": "object"}, "mutates": True, "recovery": True}
@@ -67,3 +76,133 @@ def test_extension_filter_include_and_exclude_globs() -> None:
     gw = Gateway({"nativeMethods": ["m"], "extensions": exts,
                   "extensionFilter": {"include": ["dialog_*", "vision"], "exclude": ["*_x"]}})
     assert gw._catalog.capabilities()["extensions"] == ["dialog_accept", "vision"]
+
+
+# ---------------------------------------------------------------- the config fast path (issue 16)
+# ``config.plainly_valid`` lets the usual config through without importing jsonschema (cold start). It must
+# never accept what the jsonschema validator refuses, and must accept every valid config without extensions.
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 6000), st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=3), st.just(1.0), st.just([]), st.just({}),
+)
+_long_name = "a" + "b" * 63  # 64 code points: the longest native method name
+_names = st.one_of(
+    st.sampled_from(["get-tabs", "switch-tab", "a", "a-1", "x9-y", "A", "a_b", "-a", "a-", "a--b", "get-tabs\n", "",
+                     _long_name, _long_name + "c", "é"]),
+    st.from_regex(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", fullmatch=True),
+    st.text(max_size=70),
+)
+_glob = st.one_of(st.sampled_from(["", "x", "*", "g" * 128, "g" * 129]), st.text(max_size=130), _scalars)
+_globs = st.one_of(
+    st.lists(_glob, max_size=4), st.lists(st.just("x"), min_size=256, max_size=257), _scalars
+)
+_values = {
+    "nativeMethods": st.one_of(
+        st.lists(_names, max_size=4),
+        st.lists(st.sampled_from([f"m{i}" for i in range(300)]), min_size=255, max_size=258, unique=True),
+        _scalars,
+    ),
+    "targeting": st.one_of(st.sampled_from(["direct", "selected", "visible"]), _scalars),
+    "realm": st.one_of(st.sampled_from(["isolated", "page", "main"]), _scalars),
+    "browserAvailable": _scalars,
+    "fixedReader": _scalars,
+    "allowActions": _scalars,
+    "requireAuthorization": _scalars,
+    "pinnedTab": st.one_of(st.sampled_from(["", "t", "t" * 256, "t" * 257]), st.text(max_size=3), _scalars),
+    "retirementGraceMs": st.one_of(st.sampled_from([-1, 0, 1, 4999, 5000, 5001, 5000.0, True]), _scalars),
+    "extensions": st.one_of(st.just([]), st.just([GOOD_EXT]), _scalars),
+    "extensionFilter": st.one_of(
+        st.fixed_dictionaries({}, optional={"include": _globs, "exclude": _globs}),
+        st.dictionaries(st.sampled_from(["include", "exclude", "allow"]), _globs, max_size=2),
+        _scalars,
+    ),
+    "colour": _scalars,
+}
+_valid = {
+    "nativeMethods": st.lists(st.from_regex(r"[a-z][a-z0-9]{0,8}(-[a-z0-9]{1,8})?", fullmatch=True), max_size=3,
+                              unique=True),
+    "targeting": st.sampled_from(["direct", "selected"]),
+    "realm": st.sampled_from(["isolated", "page"]),
+    "browserAvailable": st.booleans(),
+    "fixedReader": st.booleans(),
+    "allowActions": st.booleans(),
+    "requireAuthorization": st.booleans(),
+    "pinnedTab": st.one_of(st.none(), st.text(min_size=1, max_size=5)),
+    "retirementGraceMs": st.integers(0, 5000),
+    "extensionFilter": st.fixed_dictionaries(
+        {}, optional={"include": st.lists(st.text(min_size=1, max_size=4)), "exclude": st.lists(st.just("*"))}
+    ),
+}
+
+
+@st.composite
+def _configs(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid config, then (mostly) one field replaced by an arbitrary, often invalid, value: one fault at a
+    time, so each rule of the schema is what decides."""
+    config = draw(st.fixed_dictionaries({}, optional=_valid))
+    key = draw(st.one_of(st.none(), st.sampled_from(sorted(_values))))
+    if key is not None:
+        config[key] = draw(_values[key])
+    return config
+
+
+_AUTHORITY = strict_validator(config_json_schema())
+
+
+@settings(max_examples=examples(600), deadline=None)
+@given(_configs())
+def test_config_fast_path_agrees_with_the_jsonschema_validator(data: dict[str, Any]) -> None:
+    data = orjson.loads(orjson.dumps(data))  # what parse_config sees: parsed JSON
+    authority = _AUTHORITY.is_valid(data)
+    fast = plainly_valid(data)
+    assert not fast or authority, data  # never accepts what jsonschema refuses
+    if not data.get("extensions"):
+        assert fast == authority, data  # and accepts every valid config without extensions
+
+
+_EDGES: dict[str, list[Any]] = {
+    "nativeMethods": [[], ["get-tabs"], [_long_name], [_long_name + "c"], ["a--b"], ["get-tabs\n"], ["A"], [""],
+                      ["x", "x"], [f"m{i}" for i in range(256)], [f"m{i}" for i in range(257)], [1], "get-tabs"],
+    "targeting": ["direct", "selected", "visible", None, 1],
+    "realm": ["isolated", "page", "main", None],
+    "browserAvailable": [True, False, 0, 1, None, "true"],
+    "pinnedTab": [None, "", "t", "t" * 256, "t" * 257, 3, ["t"]],
+    "retirementGraceMs": [-1, 0, 5000, 5001, 5000.0, 0.0, True, None, "5"],
+    "extensions": [[], [GOOD_EXT], {}, None],
+    "extensionFilter": [{}, {"include": []}, {"exclude": ["*"]}, {"include": [""]}, {"include": ["g" * 128]},
+                        {"include": ["g" * 129]}, {"include": ["x"] * 256}, {"include": ["x"] * 257},
+                        {"allow": []}, {"include": "x"}, {"include": [1]}, [], None],
+    "colour": ["red"],
+}
+_FULL = {"nativeMethods": ["get-tabs"], "targeting": "selected", "realm": "page", "browserAvailable": True,
+         "fixedReader": False, "allowActions": True, "requireAuthorization": False, "pinnedTab": "t1",
+         "retirementGraceMs": 10, "extensionFilter": {"include": ["*"], "exclude": []}}
+
+
+@pytest.mark.parametrize("key", sorted(_EDGES))
+def test_config_fast_path_agrees_on_every_edge(key: str) -> None:
+    """Each field at and across its bounds, alone and in an otherwise complete valid config."""
+    for value in _EDGES[key]:
+        for data in ({key: value}, {**_FULL, key: value}):
+            data = orjson.loads(orjson.dumps(data))
+            authority = _AUTHORITY.is_valid(data)
+            assert not plainly_valid(data) or authority, data
+            if not data.get("extensions"):
+                assert plainly_valid(data) == authority, data
+
+
+def test_a_usual_config_does_not_import_jsonschema() -> None:
+    """Creating a gateway from a valid config without extensions stays off the jsonschema import (the
+    largest part of a cold start); a refused config still gets the validator's wording."""
+    code = (
+        "import sys\n"
+        "from kelpie_gateway import Gateway, GatewayConfigError\n"
+        "Gateway({'nativeMethods': ['get-tabs'], 'targeting': 'selected', 'pinnedTab': None})\n"
+        "assert 'jsonschema' not in sys.modules, 'jsonschema imported for a plain config'\n"
+        "try:\n"
+        "    Gateway({'targeting': 'visible'})\n"
+        "except GatewayConfigError as exc:\n"
+        "    print(exc.envelope['error']['message'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "/targeting: 'visible' is not one of ['direct', 'selected'] (config)"
