@@ -14,6 +14,7 @@ the engine's own and may change.
 from .api import Gateway
 from .errors import GatewayConfigError, GatewayPendingError
 from .jsonio import dumps
+from .mcp import MODERN_PROTOCOL_VERSIONS as MCP_STATELESS_VERSIONS
 from .mcp import PROTOCOL_VERSIONS as MCP_PROTOCOL_VERSIONS
 from .mcp import http_refusal as mcp_http_refusal
 from .reader import WORLD_NAME, fill_script, find_text_script, focus_script, scroll_script
@@ -22,6 +23,7 @@ from .schema import NATIVE_ENDPOINTS
 __version__ = "0.1.0"
 __all__ = [
     "MCP_PROTOCOL_VERSIONS",
+    "MCP_STATELESS_VERSIONS",
     "NATIVE_ENDPOINTS",
     "WORLD_NAME",
     "Gateway",
@@ -39,7 +41,8 @@ __all__ = [
 gets every core method advertised). ``dumps(value) -> bytes``: compact UTF-8 JSON, lone surrogates
 repaired (the engine's own serialiser, e.g. for a host that passes results to the C ABI as text).
 ``MCP_PROTOCOL_VERSIONS``: the MCP handshake revisions ``begin_mcp`` speaks, oldest first (CONTRACT.md §7),
-e.g. for a host's ``MCP-Protocol-Version`` header check.
+e.g. for a host's ``MCP-Protocol-Version`` header check. ``MCP_STATELESS_VERSIONS``: the stateless revisions
+(``2026-07-28``) it speaks besides, decided per request by ``params._meta`` (docs/mcp.md).
 ``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script`` and ``WORLD_NAME``: generated
 reader scripts for a host's own extensions — the first three act on the captured node the gateway hands a
 ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the ``WORLD_NAME`` world.

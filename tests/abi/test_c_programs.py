@@ -135,6 +135,40 @@ def test_pkg_config_install_layout_builds_a_plain_c_host(
     assert "destroy=0" in proc.stdout  # an authorize step is not a pending renderer callback
 
 
+def test_the_quick_start_program_in_the_c_abi_doc_builds_and_runs_as_written(
+    abi: Abi, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """docs/c-abi.md's quick start: its C block, compiled with its own command line, runs the three
+    steps its comments name (a new user copies it; it must not be a fragment)."""
+    doc = (ROOT / "docs" / "c-abi.md").read_text(encoding="utf-8")
+    source = re.search(r"## Quick start.*?```c\n(.*?)```", doc, re.S)
+    assert source, "docs/c-abi.md has a Quick start with a C block"
+    (tmp_path / "host.c").write_text(source.group(1), encoding="utf-8")
+    build = subprocess.run(
+        "cc -Wall -Werror -o host host.c $(pkg-config --cflags --libs kelpie-browser-gateway)",
+        shell=True,
+        cwd=tmp_path,
+        env={"PKG_CONFIG_PATH": str(abi.pkgconfig), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert build.returncode == 0, build.stderr
+    proc = run([str(tmp_path / "host")], clean_env, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    steps = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert [
+        '"step":"authorize"' in steps[0],
+        '"step":"dispatch"' in steps[1],
+        '"step":"complete"' in steps[2],
+    ] == [
+        True,
+        True,
+        True,
+    ], proc.stdout
+    assert '"success":true' in steps[2] and '"tabs":[]' in steps[2]
+
+
 DLOPEN_LOCAL = r"""
     #include <dlfcn.h>
     #include <stdio.h>

@@ -178,4 +178,4 @@ def test_module_entry_point_and_version() -> None:
             [str(KELPIE), command, "--version"], capture_output=True, text=True, timeout=60
         )
         assert again.returncode == 0 and again.stdout == done.stdout
-    assert "2025-03-26" in done.stdout
+    assert "2025-03-26" in done.stdout and "2026-07-28" in done.stdout  # every revision a client can pick

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -338,7 +339,10 @@ async def serve(opts: ServeOptions) -> int:
         if opts.listen:
             host, sock_path = await _listen(opts, stack.driver, tokens, runners)
     except Exception as exc:
-        print(f"error: the host could not start: {type(exc).__name__}: {exc}", file=sys.stderr)
+        hint = ""
+        if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+            hint = f" (another process listens on port {opts.port}: pick another --port, or --port 0 for a free one)"
+        print(f"error: the host could not start: {type(exc).__name__}: {exc}{hint}", file=sys.stderr)
         for runner in reversed(runners):
             await runner.cleanup()
         await stack.close()
