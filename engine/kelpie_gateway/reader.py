@@ -197,7 +197,7 @@ def _script(name: str, params: Mapping[str, Any]) -> str:
     return f"{_loaded(name)}({js_literal(dict(params))})"
 
 
-def preload_script(names: tuple[str, ...] = ("snapshot", "click", "type")) -> str:
+def preload_script(names: tuple[str, ...] = ("snapshot",)) -> str:
     """An expression that installs the bundles `names` (keys of :data:`BUNDLES`) in the world it runs
     in, exactly as the scripts' own loader would on their first call; its value is the number of bundles
     named. Optional: a host may run it in a new document's ``KelpieBrowserControl`` world ahead of the

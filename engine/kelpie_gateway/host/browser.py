@@ -78,10 +78,11 @@ CHROMIUM_FLAGS = (
     "--no-first-run",
 )
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
-PRELOAD = preload_script(("snapshot", "click", "type"))
+PRELOAD = preload_script(("snapshot",))
 """Run in each new document's world as soon as it commits (docs/host.md "Fixed scripts: one world per
 document"): the same text every time, so Chromium compiles it once per renderer process and later documents
-reuse that compilation."""
+reuse that compilation. Only the snapshot's bundle: a new document's first reader call is a snapshot (its
+refs are new), and every other bundle installs itself with its first script."""
 VIEWPORT = {"width": 1280, "height": 800}
 
 
