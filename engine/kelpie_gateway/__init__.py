@@ -17,7 +17,7 @@ from .jsonio import dumps
 from .mcp import MODERN_PROTOCOL_VERSIONS as MCP_STATELESS_VERSIONS
 from .mcp import PROTOCOL_VERSIONS as MCP_PROTOCOL_VERSIONS
 from .mcp import http_refusal as mcp_http_refusal
-from .reader import WORLD_NAME, fill_script, find_text_script, focus_script, scroll_script
+from .reader import WORLD_NAME, fill_script, find_text_script, focus_script, preload_script, scroll_script
 from .schema import NATIVE_ENDPOINTS
 
 __version__ = "0.1.0"
@@ -35,6 +35,7 @@ __all__ = [
     "find_text_script",
     "focus_script",
     "mcp_http_refusal",
+    "preload_script",
     "scroll_script",
 ]
 """``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
@@ -46,6 +47,9 @@ e.g. for a host's ``MCP-Protocol-Version`` header check. ``MCP_STATELESS_VERSION
 ``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script`` and ``WORLD_NAME``: generated
 reader scripts for a host's own extensions — the first three act on the captured node the gateway hands a
 ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the ``WORLD_NAME`` world.
+``preload_script()``: optional, for a host that wants a new document's first reader call to find its
+bundle already compiled: run it in the document's ``WORLD_NAME`` world ahead of time (CONTRACT.md §9; every
+script also installs its own bundle when the world lacks it, so skipping it changes only speed).
 ``mcp_http_refusal(body, headers)``: the HTTP-only MCP rules (``MCP-Protocol-Version``, ``Mcp-Method`` and
 ``Mcp-Name`` agree with the body, CONTRACT.md §7 v1.1) a host serving ``/mcp`` checks before ``begin_mcp``:
 ``None``, or ``{"httpStatus", "response"}`` to send instead."""

@@ -7,11 +7,19 @@ the bundles to ``build/generated/js/`` with a digest of their sources; at run ti
 built bundle whose digest matches the committed sources and otherwise assembles the very same bundle in
 memory with the same function (:func:`assemble_bundle`), so the two can never differ.
 
-A *script* is ``<bundle>(<parameters as a JSON literal>)``: a JavaScript expression that the host
-evaluates in the isolated world ``KelpieBrowserControl`` of the tab's main frame (``Runtime.evaluate``
-with ``returnByValue`` and ``awaitPromise``). Parameters are only ever injected as one JSON literal
-that is pure ASCII with ``<``, ``>`` and ``&`` escaped, so no page or client text (quotes,
-``</script>``, U+2028, astral characters, lone surrogates) can change the script's meaning.
+A *script* is a self-contained JavaScript expression that the host evaluates in the isolated world
+``KelpieBrowserControl`` of the tab's main frame (``Runtime.evaluate`` with ``returnByValue`` and
+``awaitPromise``): ``<loader>("<slot>", () => <bundle>)(<parameters as a JSON literal>)``. The *loader*
+(:data:`LOADER`) returns the bundle function kept in the world's global under ``slot`` — a name made of
+the bundle's name and the digest of the sources it was built from (:func:`bundle_slot`) — and installs
+it there first when that document's world does not hold it yet. So a document compiles each bundle once
+and later calls reuse the compiled (and JIT-warmed) function, while a script still carries its whole
+bundle and works in any world, fresh or not; a world can never run another build's bundle, since a
+different build has a different slot. A host may install bundles ahead of the first call with
+:func:`preload_script` (the same loader; docs/reader.md "Loading the bundles"). Parameters are only
+ever injected as one JSON literal that is pure ASCII with ``<``, ``>`` and ``&`` escaped, so no page or
+client text (quotes, ``</script>``, U+2028, astral characters, lone surrogates) can change the
+script's meaning.
 
 The functions raise :class:`ValueError` for arguments the engine should never pass (a malformed key or
 handle, out-of-range bounds); they never touch I/O.
@@ -29,16 +37,19 @@ from typing import Any, Final
 
 __all__ = [
     "BUNDLES",
+    "LOADER",
     "MAX_CHARS_LIMIT",
     "MAX_ELEMENTS_LIMIT",
     "WORLD_NAME",
     "assemble_bundle",
     "bundle",
+    "bundle_slot",
     "click_script",
     "collect_browser_selector_snapshot_expression",
     "fill_script",
     "find_text_script",
     "focus_script",
+    "preload_script",
     "scroll_script",
     "snapshot_script",
     "sources_digest",
@@ -150,8 +161,56 @@ def js_literal(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+LOADER: Final = (
+    "(function kelpieLoad(slot, make) {"
+    ' "use strict";'
+    " const kept = Object.getOwnPropertyDescriptor(globalThis, slot);"
+    ' if (kept && typeof kept.value === "function") return kept.value;'
+    " const run = make();"
+    " Object.defineProperty(globalThis, slot, { value: run, enumerable: false, configurable: false, writable: false });"
+    " return run;"
+    " })"
+)
+"""The loader every script starts with: ``LOADER(slot, make)`` is the function kept in the world's own
+global property ``slot`` (a non-enumerable, non-writable, non-configurable data property — an inherited
+or accessor property never counts), else ``make()``'s, stored there first. Throws (the host then answers
+RENDERER_FAILED) only if something else already occupies ``slot``, which in the isolated world nothing
+but an earlier loader can."""
+
+
+@functools.cache
+def bundle_slot(name: str) -> str:
+    """Global property name under which a world keeps bundle `name` of this build:
+    ``__kelpieBundle_<name>_<sources digest>`` (``-`` in the name becomes ``_``). Raises KeyError for
+    an unknown bundle name."""
+    if name not in BUNDLES:
+        raise KeyError(name)
+    return f"__kelpieBundle_{name.replace('-', '_')}_{sources_digest()}"
+
+
+@functools.cache
+def _loaded(name: str) -> str:
+    return f'{LOADER}("{bundle_slot(name)}", () => {bundle(name)})'
+
+
 def _script(name: str, params: Mapping[str, Any]) -> str:
-    return f"{bundle(name)}({js_literal(dict(params))})"
+    return f"{_loaded(name)}({js_literal(dict(params))})"
+
+
+def preload_script(names: tuple[str, ...] = ("snapshot",)) -> str:
+    """An expression that installs the bundles `names` (keys of :data:`BUNDLES`) in the world it runs
+    in, exactly as the scripts' own loader would on their first call; its value is the number of bundles
+    named. Optional: a host may run it in a new document's ``KelpieBrowserControl`` world ahead of the
+    first script so that call finds its bundle compiled. The text depends only on this build, never on a
+    gateway or document (an engine compiling it once per process can reuse that compilation). Raises
+    KeyError for an unknown bundle name."""
+    return _preload(tuple(names))
+
+
+@functools.cache
+def _preload(names: tuple[str, ...]) -> str:
+    loads = ", ".join(_loaded(name) for name in names)
+    return f"[{loads}].length"
 
 
 def _check_key(key: str) -> None:

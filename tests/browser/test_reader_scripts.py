@@ -29,7 +29,9 @@ def test_build_step_writes_exactly_the_in_memory_bundles(tmp_path: Path) -> None
 def test_hostile_text_is_one_inert_ascii_json_literal() -> None:
     text = "\"'`</script><!-- ${x} \\u0022 \u2028\u2029 \U0001f600 \ud800 & >"
     script = reader.type_script(KEY, "0123456789abcdef-1a", text)
-    literal = script[len(reader.bundle("type")) + 1 : -1]
+    prefix = f'{reader.LOADER}("{reader.bundle_slot("type")}", () => {reader.bundle("type")})('
+    assert script.startswith(prefix) and script.endswith(")")
+    literal = script[len(prefix) : -1]
     assert literal.isascii()
     for raw in ("<", ">", "&", "\u2028", "\u2029", "</script"):
         assert raw not in literal

@@ -9,7 +9,13 @@ never raises: it returns the native result ``{"success": true, ...}`` or
   same-document), on renderer crash, and is reported by ``get-tabs``.
 * ``browser-control-evaluate`` runs the gateway's fixed script in the isolated world
   ``KelpieBrowserControl`` of the tab's main frame: CDP ``Page.createIsolatedWorld`` once per document,
-  then ``Runtime.evaluate`` with ``contextId``, ``returnByValue`` and ``awaitPromise``.
+  then ``Runtime.evaluate`` with ``contextId``, ``returnByValue`` and ``awaitPromise``. The world is
+  prepared as soon as a main-frame document commits, while the navigation still loads (one CDP session
+  per tab, the main frame's id fetched once per session, then ``Page.createIsolatedWorld`` and
+  :func:`kelpie_gateway.preload_script`), so the document's first script finds its world and its bundle
+  compiled; a script never depends on that (it installs its own bundle when the world lacks it), and
+  a context that vanished in between is created again (docs/host.md "Fixed scripts: one world per
+  document").
 * The browser side calls ``on_invalidate(tab_id)`` (= ``gateway.invalidate_refs``) on main-frame
   navigation, tab close and renderer crash.
 * JavaScript dialogs are never auto-dismissed: ``page.on("dialog")`` keeps the open dialog per tab, and
@@ -57,7 +63,7 @@ from playwright.async_api import (
 )
 from playwright.async_api import Error as PlaywrightError
 
-from kelpie_gateway import NATIVE_ENDPOINTS
+from kelpie_gateway import NATIVE_ENDPOINTS, preload_script
 
 if TYPE_CHECKING:
     from .policy import RedirectGuard
@@ -74,6 +80,11 @@ CHROMIUM_FLAGS = (
     "--no-first-run",
 )
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
+PRELOAD = preload_script(("snapshot",))
+"""Run in each new document's world as soon as it commits (docs/host.md "Fixed scripts: one world per
+document"): the same text every time, so Chromium compiles it once per renderer process and later documents
+reuse that compilation. Only the snapshot's bundle: a new document's first reader call is a snapshot (its
+refs are new), and every other bundle installs itself with its first script."""
 VIEWPORT = {"width": 1280, "height": 800}
 
 
@@ -135,7 +146,8 @@ class Tab:
     page: Page
     generation: int = 0
     cdp: CDPSession | None = None
-    world: int | None = None
+    frame_id: str | None = None  # the main frame's CDP id, fetched once per session
+    worlds: dict[str, asyncio.Future[tuple[CDPSession, int]]] = field(default_factory=dict)
     title: str = ""
     dialog: Dialog | None = None
     dialog_timer: asyncio.TimerHandle | None = field(default=None, repr=False)
@@ -467,15 +479,18 @@ class ChromiumRenderer:
         if frame != tab.page.main_frame:
             return
         tab.generation += 1
-        tab.world = None
+        # A new document: its world is made now, while it loads (a same-document change finds it as it was).
+        tab.worlds.clear()
+        if not tab.crashed and self._context is not None:
+            self._prepare(tab)
         self.on_invalidate(tab.tab_id)
 
     def _on_crash(self, tab: Tab) -> None:
         if self._tabs.get(tab.tab_id) is not tab or tab.crashed:
             return
         tab.generation += 1
-        tab.world = None
-        tab.cdp = None
+        tab.worlds.clear()
+        tab.cdp, tab.frame_id = None, None
         tab.crashed = True
         self._clear_dialog(tab)
         self.log(f"renderer crashed in tab {tab.tab_id}: tab.navigate or tabs.close recovers it")
@@ -492,7 +507,8 @@ class ChromiumRenderer:
             self._replacing -= 1
         old = tab.page
         self._by_page.pop(id(old), None)
-        tab.page, tab.crashed, tab.cdp, tab.world = page, False, None, None
+        tab.page, tab.crashed, tab.cdp, tab.frame_id = page, False, None, None
+        tab.worlds.clear()
         tab.generation += 1
         self._by_page[id(page)] = tab
         self._listen(tab)
@@ -658,19 +674,57 @@ class ChromiumRenderer:
         }
 
     # ----------------------------------------------------------------- fixed scripts
-    async def _world(self, tab: Tab, name: str) -> tuple[CDPSession, int]:
+    def _prepare(self, tab: Tab, name: str = WORLD_NAME) -> asyncio.Future[tuple[CDPSession, int]]:
+        """Start making world ``name`` for the tab's current document (kept in ``tab.worlds`` until the
+        next main-frame navigation, crash or a vanished context) and return its future."""
+        made = asyncio.ensure_future(self._make_world(tab, name))
+        made.add_done_callback(lambda done: done.cancelled() or done.exception())  # awaited when used
+        tab.worlds[name] = made
+        return made
+
+    async def _make_world(self, tab: Tab, name: str) -> tuple[CDPSession, int]:
         assert self._context is not None
+        page = tab.page
         if tab.cdp is None:
-            tab.cdp = await self._context.new_cdp_session(tab.page)
-        if tab.world is None:
-            tree = await tab.cdp.send("Page.getFrameTree")
-            frame_id = tree["frameTree"]["frame"]["id"]
-            made = await tab.cdp.send(
-                "Page.createIsolatedWorld",
-                {"frameId": frame_id, "worldName": name, "grantUniveralAccess": False},
-            )
-            tab.world = int(made["executionContextId"])
-        return tab.cdp, tab.world
+            session = await self._context.new_cdp_session(page)
+            if tab.page is not page or tab.cdp is not None:  # replaced (crash) or made meanwhile
+                with contextlib.suppress(Exception):
+                    await session.detach()
+            else:
+                tab.cdp, tab.frame_id = session, None
+        cdp = tab.cdp
+        if cdp is None:
+            raise PlaywrightError("the tab's page was replaced")
+        for attempt in range(2):
+            if tab.frame_id is None:
+                tree = await cdp.send("Page.getFrameTree")
+                tab.frame_id = str(tree["frameTree"]["frame"]["id"])
+            try:
+                made = await cdp.send(
+                    "Page.createIsolatedWorld",
+                    {"frameId": tab.frame_id, "worldName": name, "grantUniveralAccess": False},
+                )
+                break
+            except PlaywrightError:
+                if attempt:
+                    raise
+                tab.frame_id = None  # ask the frame tree again, once
+        context_id = int(made["executionContextId"])
+        if name == WORLD_NAME:
+            # Best effort: a failure here only means the first script compiles its own bundle.
+            with contextlib.suppress(PlaywrightError):
+                await cdp.send(
+                    "Runtime.evaluate",
+                    {"expression": PRELOAD, "contextId": context_id, "returnByValue": True},
+                )
+        return cdp, context_id
+
+    async def _world(self, tab: Tab, name: str) -> tuple[CDPSession, int]:
+        """The tab's CDP session and the context id of world ``name`` in its current document."""
+        made = tab.worlds.get(name)
+        if made is None or (made.done() and (made.cancelled() or made.exception() is not None)):
+            made = self._prepare(tab, name)
+        return await asyncio.shield(made)
 
     async def _evaluate(self, params: Mapping[str, Any]) -> JsonObject:
         tab = self._live_tab(params)
@@ -695,7 +749,7 @@ class ChromiumRenderer:
             except PlaywrightError as exc:
                 # The document changed between world creation and evaluation: nothing ran; once more.
                 if "Cannot find context" in str(exc) and attempt == 0:
-                    tab.world = None
+                    tab.worlds.pop(str(world), None)
                     continue
                 return fail("RENDERER_FAILED", _short(exc))
             details = reply.get("exceptionDetails")

@@ -1,0 +1,152 @@
+"""The reference host prepares each document's isolated world while it loads (docs/host.md "Fixed scripts:
+one world per document"; CONTRACT.md §9), against real headless Chromium through the Python API and the
+C library.
+
+A user notices this only as speed — unless it goes wrong: a snapshot of the previous document, a ref that
+outlives its document, a history traversal or a crashed/relaunched renderer that leaves the reader broken.
+Each test provokes that transition for real and then reads and acts on the page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import json
+import threading
+import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from host_testlib import ROOT, Host, call, ok
+from kelpie_gateway import WORLD_NAME, reader
+from kelpie_gateway.host.browser import ChromiumRenderer, find_chromium
+from test_chaos import chromium_processes, kill, until
+
+pytestmark = pytest.mark.timeout(240)
+
+PROBE = (
+    "(() => { const d = Object.getOwnPropertyDescriptor(globalThis, %s);"
+    " return d ? typeof d.value : 'absent'; })()"
+)
+
+
+def labels(snapshot: dict[str, Any]) -> dict[str, str]:
+    return {e["label"]: e["ref"] for e in snapshot["elements"]}
+
+
+def open_tab(host: Host, page: str) -> str:
+    return str(ok(host, "tabs.open", {"url": host.site(page)})["tabId"])
+
+
+def read_and_act(host: Host, tab: str) -> None:
+    """On form.html: a snapshot, a type into "Your name" and a click on "Echo the name" all work, and the
+    page shows their effect."""
+    refs = labels(ok(host, "tab.snapshot", {"tabId": tab}))
+    assert ok(host, "tab.type", {"tabId": tab, "ref": refs["Your name"], "text": "Ada"}) == {"typed": 3}
+    refs = labels(ok(host, "tab.snapshot", {"tabId": tab}))
+    assert ok(host, "tab.click", {"tabId": tab, "ref": refs["Echo the name"]}) == {"clicked": True}
+    assert "Echo: Ada" in ok(host, "tab.snapshot", {"tabId": tab})["text"]
+
+
+def test_the_first_snapshot_after_a_navigation_reads_the_new_document(browser_host: Host) -> None:
+    tab = open_tab(browser_host, "click.html")
+    old = labels(ok(browser_host, "tab.snapshot", {"tabId": tab}))
+    for _ in range(3):  # back and forth: every document gets its own world and bundle
+        ok(browser_host, "tab.navigate", {"tabId": tab, "url": browser_host.site("form.html")})
+        stale = call(browser_host, "tab.click", {"tabId": tab, "ref": old["Increment"]})
+        assert stale["success"] is False and stale["mayHaveCompleted"] is False, stale
+        assert stale["error"]["code"] in ("REFS_INVALIDATED", "STALE_SNAPSHOT"), stale
+        snap = ok(browser_host, "tab.snapshot", {"tabId": tab})
+        assert snap["title"] == "Form page" and "Your name" in labels(snap), snap
+        ok(browser_host, "tab.navigate", {"tabId": tab, "url": browser_host.site("click.html")})
+        old = labels(ok(browser_host, "tab.snapshot", {"tabId": tab}))
+        assert ok(browser_host, "tab.click", {"tabId": tab, "ref": old["Increment"]}) == {"clicked": True}
+        assert "Clicked 1 times" in ok(browser_host, "tab.snapshot", {"tabId": tab})["text"]
+        old = labels(ok(browser_host, "tab.snapshot", {"tabId": tab}))
+    ok(browser_host, "tabs.close", {"tabId": tab})
+
+
+def test_history_traversal_documents_are_read_and_acted_on(browser_host: Host) -> None:
+    tab = open_tab(browser_host, "form.html")
+    before = labels(ok(browser_host, "tab.snapshot", {"tabId": tab}))
+    ok(browser_host, "tab.navigate", {"tabId": tab, "url": browser_host.site("click.html")})
+    assert ok(browser_host, "tab.snapshot", {"tabId": tab})["title"] == "Click page"
+    back = call(browser_host, "extension.call", {"name": "go_back", "arguments": {"tabId": tab}})
+    assert back["success"] and back["result"]["moved"] is True, back
+    stale = call(browser_host, "tab.click", {"tabId": tab, "ref": before["Echo the name"]})
+    assert stale["success"] is False and stale["mayHaveCompleted"] is False, stale
+    read_and_act(browser_host, tab)
+    forward = call(browser_host, "extension.call", {"name": "go_forward", "arguments": {"tabId": tab}})
+    assert forward["success"] and forward["result"]["moved"] is True, forward
+    refs = labels(ok(browser_host, "tab.snapshot", {"tabId": tab}))
+    assert ok(browser_host, "tab.click", {"tabId": tab, "ref": refs["Increment"]}) == {"clicked": True}
+    ok(browser_host, "tabs.close", {"tabId": tab})
+
+
+def test_a_crashed_renderer_and_a_relaunched_browser_get_the_bundle_again(browser_host: Host) -> None:
+    tab = open_tab(browser_host, "form.html")
+    read_and_act(browser_host, tab)
+    kill(chromium_processes(browser_host)[1])  # every renderer: the tab's page is gone
+    until(lambda: bool(call(browser_host, "tabs.list", {})["result"]["tabs"][0].get("crashed")), 10)
+    ok(browser_host, "tab.navigate", {"tabId": tab, "url": browser_host.site("form.html")})  # recovers it
+    read_and_act(browser_host, tab)
+    for other in ok(browser_host, "tabs.list", {})["tabs"]:  # other tabs crashed too: recover or close
+        if other.get("crashed") and other["tabId"] != tab:
+            ok(browser_host, "tabs.close", {"tabId": other["tabId"]})
+
+    kill(chromium_processes(browser_host)[0])  # the browser itself: the host relaunches it
+    deadline = time.monotonic() + 60
+    while not call(browser_host, "tabs.list", {})["success"]:
+        assert time.monotonic() < deadline, "the browser was not relaunched"
+        time.sleep(0.2)
+    fresh = open_tab(browser_host, "form.html")
+    read_and_act(browser_host, fresh)
+
+
+def test_the_host_installs_the_snapshot_bundle_before_the_first_script() -> None:
+    """The preparation is real: right after ``navigate``, the new document's world already holds this
+    build's snapshot bundle before any reader script ran there (the probe installs nothing); the other
+    bundles (click, type, an extension's ``fill``) come with their first script. Run in-process against the host's own renderer."""
+    probes = [PROBE % json.dumps(reader.bundle_slot(name)) for name in ("snapshot", "click", "type", "fill")]
+    fill_probe = probes[-1]
+
+    async def body(site: str) -> list[Any]:
+        renderer = ChromiumRenderer(executable=find_chromium(None), on_invalidate=lambda _t: None, log=print)
+        await renderer.start(f"{site}/form.html")
+        seen: list[Any] = []
+
+        async def evaluate(tab: str, script: str) -> Any:
+            params = {"tabId": tab, "world": WORLD_NAME, "script": script, "timeoutMs": 10000}
+            answer = await renderer.call("browser-control-evaluate", params)
+            assert answer["success"], answer
+            return answer["value"]
+
+        try:
+            tab = (await renderer.call("get-tabs", {}))["tabs"][0]["tabId"]
+            for page in ("click.html", "form.html"):
+                nav = await renderer.call("navigate", {"tabId": tab, "url": f"{site}/{page}", "timeoutMs": 10000})
+                assert nav["success"], nav
+                seen.append([await evaluate(tab, probe) for probe in probes])
+            key = "0123456789abcdef0123456789abcdef"
+            snap = await evaluate(tab, reader.snapshot_script(key, max_chars=1000, max_elements=20))
+            name = next(e["handle"] for e in snap["elements"] if e["label"] == "Your name")
+            seen.append(await evaluate(tab, reader.fill_script(key, name, "Ada")))
+            seen.append(await evaluate(tab, fill_probe))  # installed by its first script
+        finally:
+            await renderer.close()
+        return seen
+
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(ROOT / "fixtures" / "site"))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            site = f"http://127.0.0.1:{server.server_address[1]}"
+            seen = pool.submit(asyncio.run, body(site)).result()
+    finally:
+        server.shutdown()
+        server.server_close()
+    preloaded = ["function", "absent", "absent", "absent"]
+    assert seen == [preloaded, preloaded, {"filled": 3}, "function"]
