@@ -150,3 +150,23 @@ def test_the_host_installs_the_snapshot_bundle_before_the_first_script() -> None
         server.server_close()
     preloaded = ["function", "absent", "absent", "absent"]
     assert seen == [preloaded, preloaded, {"filled": 3}, "function"]
+
+
+@pytest.mark.parametrize("mode", ["python", "abi"])
+def test_a_snapshot_as_the_very_first_call_names_its_documents_generation(mode: str) -> None:
+    """A client whose first call is ``tab.snapshot`` gets the tab's generation (an integer), the same one
+    ``tabs.list`` then reports — not null because the gateway had not observed the tab yet."""
+    from host_testlib import start_host
+
+    process = start_host(["--approve-pairing", "auto"], mode)
+    try:
+        host = Host(process, process.pair("first-call"), mode)
+        snapshot = ok(host, "tab.snapshot", {"tabId": "t1"})
+        assert isinstance(snapshot["generation"], int), snapshot["generation"]
+        listed = next(t for t in ok(host, "tabs.list", {})["tabs"] if t["tabId"] == "t1")
+        assert snapshot["generation"] == listed["generation"]
+        ok(host, "tab.navigate", {"tabId": "t1", "url": host.site("form.html")})
+        again = ok(host, "tab.snapshot", {"tabId": "t1"})
+        assert again["generation"] > snapshot["generation"]  # a new document, a new generation
+    finally:
+        process.stop()

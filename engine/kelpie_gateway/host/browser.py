@@ -734,6 +734,7 @@ class ChromiumRenderer:
         if not isinstance(script, str):
             return fail("RENDERER_FAILED", "browser-control-evaluate needs a script", mayHaveCompleted=False)
         world = params.get("world") or WORLD_NAME
+        generation = tab.generation  # the document the script runs in (reported when it did not change)
         for attempt in range(2):
             cdp, context_id = await self._world(tab, str(world))
             try:
@@ -756,7 +757,10 @@ class ChromiumRenderer:
             if details:
                 text = details.get("exception", {}).get("description") or details.get("text") or "exception"
                 return fail("RENDERER_FAILED", f"the fixed script threw: {_short(text)}")
-            return {"success": True, "value": reply.get("result", {}).get("value")}
+            answer: JsonObject = {"success": True, "value": reply.get("result", {}).get("value")}
+            if tab.generation == generation:
+                answer["generation"] = generation
+            return answer
         return fail("RENDERER_FAILED", "the tab's document kept changing", mayHaveCompleted=False)
 
     # ----------------------------------------------------------------- dialogs (recovery extensions)
