@@ -21,6 +21,7 @@ from host_testlib import ROOT
 from kelpie_gateway.host.server import AIOHTTP_INTERNALS
 from packaging.requirements import Requirement
 from packaging.version import Version
+from stdio_testlib import run_async
 
 
 def pinned_range() -> Requirement:
@@ -63,7 +64,8 @@ def test_aiohttp_still_has_the_private_state_the_half_close_support_reads() -> N
             "aiohttp.web_runner.AppRunner": web.AppRunner(web.Application()),
         }
 
-    objects = asyncio.run(real_objects())
+    # On a thread of its own: in the full suite the browser tests' Playwright loop holds this thread.
+    objects = run_async(real_objects())
     missing = []
     for path, names in AIOHTTP_INTERNALS.items():
         obj = objects[path]
