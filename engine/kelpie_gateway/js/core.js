@@ -1083,6 +1083,22 @@ function focusAndRecheck(el, kind, eligibility, kinds) {
   if (again === kind) return null;
   return fail("NOT_TYPABLE", (kinds.includes(again) ? "the element changed kind" : again) + " after focus; observe before acting", true);
 }
+// Put the caret at the end of an editing host's contents (after text was written into it), as a user's
+// caret would be. Cosmetic: a page whose selection API throws is not an error.
+function caretToEnd(view, doc, el) {
+  try {
+    const sel = view.getSelection();
+    if (sel) {
+      const range = doc.createRange();
+      range.selectNodeContents(el);
+      range.collapse(false);
+      sel.removeAllRanges();
+      sel.addRange(range);
+    }
+  } catch (e) {
+    // caret placement is cosmetic
+  }
+}
 // No part of the element's box can be scrolled into the viewport: left of or above the scroll origin,
 // beyond the scrollable area, a fixed box outside the viewport, or clipped away by an overflow-clipping
 // (or `clip: rect(0 0 0 0)`) ancestor.

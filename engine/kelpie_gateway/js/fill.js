@@ -79,18 +79,7 @@ async function main(P) {
     now = desc.get.call(el);
   } else {
     el.textContent = text;
-    try {
-      const sel = view.getSelection();
-      if (sel) {
-        const range = doc.createRange();
-        range.selectNodeContents(el);
-        range.collapse(false);
-        sel.removeAllRanges();
-        sel.addRange(range);
-      }
-    } catch (e) {
-      // caret placement is cosmetic
-    }
+    caretToEnd(view, doc, el);
     el.dispatchEvent(new view.InputEvent("input", { bubbles: true, composed: true, inputType: "insertReplacementText", data: text }));
     if (!isLive(el)) return fail("EFFECT_NOT_OBSERVED", "the page removed the element after it was filled; observe before acting", true);
     now = el.textContent;

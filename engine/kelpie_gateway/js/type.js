@@ -52,18 +52,7 @@ async function main(P) {
   } else {
     const node = doc.createTextNode(text);
     el.appendChild(node);
-    try {
-      const sel = view.getSelection();
-      if (sel) {
-        const range = doc.createRange();
-        range.setStartAfter(node);
-        range.collapse(true);
-        sel.removeAllRanges();
-        sel.addRange(range);
-      }
-    } catch (e) {
-      // caret placement is cosmetic
-    }
+    caretToEnd(view, doc, el); // just after the appended text: it is the last child
     read = () => el.textContent || "";
     appended = text;
     typed = codePoints(text);
