@@ -53,3 +53,41 @@ def test_depth_bound_counts_only_rendered_levels_where_no_text_is_read(page: Pag
         snap = Reader(page).snapshot()
         assert snap["truncated"] is truncated, deep
         assert [e["label"] for e in snap["elements"]] == ["Done"]
+
+
+def unreadable_tags(page: Page, site: Site, filler: str) -> tuple[list[str], list[str], list[str]]:
+    page.goto(site.url(f"reader/settle-light.html?filler={filler}"), wait_until="load")
+    page.frame_locator("iframe").locator("button").wait_for()
+    snap = Reader(page).snapshot()
+    assert snap["truncated"] is True and len(snap["text"]) == 12000
+    suspects = [e for e in snap["elements"] if e.get("unreadable") == "closed-shadow-root"]
+    return (
+        sorted(e["tag"] for e in suspects if not e.get("frame")),
+        sorted(e["tag"] for e in suspects if e.get("frame")),
+        [e["label"] for e in snap["elements"] if not e.get("unreadable")],
+    )
+
+
+def test_light_content_of_possible_shadow_hosts_is_read_as_node_by_node(page: Page, fixtures_site: Site) -> None:
+    # The reader decides whether a span/p has light content without touching its text nodes (textContent,
+    # docs/reader.md "Performance"); that must be the node-by-node rule: an element child or a Text node
+    # (nodeType 3) that is not only String.prototype.trim white space (NBSP, U+2003, U+FEFF, U+2028,
+    # U+3000 included). Boxes without such content are closed-shadow suspects; boxes sized by their
+    # content are not. In an XHTML frame a CDATA section is not a nodeType-3 Text node, so a span holding
+    # only one has no light content, as before. Read before the text bound and past it: the same answer.
+    for filler in ("after", "before"):
+        main, frame, listed = unreadable_tags(page, fixtures_site, filler)
+        assert main == ["p", "span", "span", "span", "span"], filler  # empties, ws, comment, split; para
+        assert frame == ["span"], filler  # the CDATA span, not the one with a text node
+        assert listed == ["Frame button", "Last button"], filler
+
+
+def test_children_past_the_depth_bound_cut_where_no_text_is_read(page: Page, fixtures_site: Site) -> None:
+    # Where no text is read the walk steps over text and comment children without touching them, except
+    # past the depth bound, where any child node cuts (truncated) as in a walk that visits every node.
+    # The span sits at depth levels + 3; its comment and text one deeper; the bound is 1,500.
+    for levels, truncated in ((1496, False), (1497, True)):
+        page.goto(fixtures_site.url(f"reader/settle-depth.html?levels={levels}"), wait_until="load")
+        snap = Reader(page).snapshot()
+        assert snap["truncated"] is truncated, levels
+        assert [e["tag"] for e in snap["elements"]] == ["span", "button"], levels

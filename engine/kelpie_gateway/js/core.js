@@ -663,12 +663,8 @@ function isNotable(el, tag, role) {
 // rendered box holds content its light DOM does not explain.
 function closedShadowSuspect(el, tag, rec) {
   if (!mayHideShadow(el, tag)) return false;
-  const custom = tag.includes("-");
   const st = rec.raw;
-  let hasContent = false;
-  for (let n = el.firstChild; n; n = n.nextSibling) {
-    if (n.nodeType === 1 || (n.nodeType === 3 && n.data.trim())) { hasContent = true; break; }
-  }
+  const hasContent = hasLightContent(el);
   const box = el.getBoundingClientRect();
   const px = (v) => parseFloat(v) || 0;
   const innerW = box.width - px(st.paddingLeft) - px(st.paddingRight) - px(st.borderLeftWidth) - px(st.borderRightWidth);
@@ -686,13 +682,29 @@ function closedShadowSuspect(el, tag, rec) {
 function mayHideShadow(el, tag) {
   const custom = tag.includes("-");
   if (!custom && (!VALID_SHADOW_HOSTS.has(tag) || LAYOUT_CONTAINERS.has(tag))) return false;
-  if (!custom) {
-    for (let n = el.firstChild; n; n = n.nextSibling) {
-      const t = n.nodeType;
-      if (t === 1 || (t === 3 && n.data.trim())) return false;
-    }
-  }
+  if (!custom && hasLightContent(el)) return false;
   return isHTML(el);
+}
+// Whether `el` has light content: an element child, or a text child that is not only white space
+// (String.prototype.trim's). Decided without touching its text nodes: every node touched from the
+// isolated world costs a wrapper, and on big pages these text wrappers were a quarter of the walk
+// (docs/reader.md, "Performance"). Without element children, `textContent` is exactly the concatenation
+// of the text children, and it is white space only exactly when each of them is. In an XML document a
+// CDATA section (a Text node of another nodeType) may contribute, so there the children are read one by
+// one as before; an HTML document can only hold one adopted from an XML document, and its text counts.
+const NOT_WHITE = /\S/; // \s is exactly the white space String.prototype.trim removes
+const htmlDocCache = new Map();
+function hasLightContent(el) {
+  if (el.firstElementChild) return true;
+  if (!NOT_WHITE.test(el.textContent || "")) return false;
+  const doc = el.ownerDocument;
+  let html = htmlDocCache.get(doc);
+  if (html === undefined) htmlDocCache.set(doc, (html = doc.contentType === "text/html"));
+  if (html) return true;
+  for (let n = el.firstChild; n; n = n.nextSibling) {
+    if (n.nodeType === 3 && NOT_WHITE.test(n.data)) return true;
+  }
+  return false;
 }
 
 // ---------------------------------------------------------------- the walk once the text is complete
@@ -751,10 +763,23 @@ const NOTHING_TO_READ = { text: false, elements: false };
 function walkDocument(doc, cb, start, elements) {
   let cut = false;
   // `pending`: the unsettled elements between the node and the last settled one (null: none).
+  // Once no more text is read, a child that is not an element (text, comment) is a no-op for `visit`
+  // unless it lies past the depth bound (then it cuts): such children are stepped over without being
+  // touched (each node touched from the isolated world costs a wrapper), and a text-only walk stops.
+  const textDone = (ctx) => !ctx.text || cb.full();
+  const children = (first, depth, ctx, pending) => {
+    const elementsOnly = depth + 1 <= DEPTH_MAX;
+    for (let c = first; c; c = elementsOnly && textDone(ctx) ? c.nextElementSibling : c.nextSibling) {
+      if (elementsOnly && !ctx.elements && !cb.root && textDone(ctx)) return;
+      if (c.nodeType === 1 || !elementsOnly || !textDone(ctx)) visit(c, depth + 1, ctx, pending);
+    }
+  };
+  const firstOf = (parent, depth, ctx) =>
+    depth + 1 <= DEPTH_MAX && textDone(ctx) ? parent.firstElementChild : parent.firstChild;
   const visitChildren = (parent, tag, depth, ctx, pending) => {
     if (parent.shadowRoot) {
       if (cb.root) cb.root(parent.shadowRoot);
-      for (let c = parent.shadowRoot.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx, pending);
+      children(firstOf(parent.shadowRoot, depth, ctx), depth, ctx, pending);
       return;
     }
     if (tag === "slot" && parent.assignedNodes) {
@@ -764,7 +789,7 @@ function walkDocument(doc, cb, start, elements) {
         return;
       }
     }
-    for (let c = parent.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx, pending);
+    children(firstOf(parent, depth, ctx), depth, ctx, pending);
   };
   // The children of an unsettled element (no shadow root: a host is always settled). No text is read
   // any more, so only element children are visited; a child node past the depth bound still cuts.
