@@ -17,7 +17,18 @@ from .jsonio import dumps
 from .mcp import MODERN_PROTOCOL_VERSIONS as MCP_STATELESS_VERSIONS
 from .mcp import PROTOCOL_VERSIONS as MCP_PROTOCOL_VERSIONS
 from .mcp import http_refusal as mcp_http_refusal
-from .reader import WORLD_NAME, fill_script, find_text_script, focus_script, preload_script, scroll_script
+from .reader import (
+    WORLD_NAME,
+    bundle_missing,
+    bundle_slot,
+    fill_script,
+    find_text_script,
+    focus_script,
+    kept_script,
+    new_document_script,
+    preload_script,
+    scroll_script,
+)
 from .schema import NATIVE_ENDPOINTS
 
 __version__ = "0.1.0"
@@ -30,11 +41,15 @@ __all__ = [
     "GatewayConfigError",
     "GatewayPendingError",
     "__version__",
+    "bundle_missing",
+    "bundle_slot",
     "dumps",
     "fill_script",
     "find_text_script",
     "focus_script",
+    "kept_script",
     "mcp_http_refusal",
+    "new_document_script",
     "preload_script",
     "scroll_script",
 ]
@@ -50,6 +65,13 @@ ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in 
 ``preload_script()``: optional, for a host that wants a new document's first reader call to find its
 bundle already compiled: run it in the document's ``WORLD_NAME`` world ahead of time (CONTRACT.md §9; every
 script also installs its own bundle when the world lacks it, so skipping it changes only speed).
+``new_document_script()``: the same for a host that registers it once per tab to run in the ``WORLD_NAME``
+world of every new top-level document as it is created (CDP ``Page.addScriptToEvaluateOnNewDocument``).
+``bundle_slot(name)``: the world's global under which a script keeps bundle ``name`` of this build.
+``kept_script(script) -> (slot, expression) | None`` and ``bundle_missing(value, slot)``: the short form of a
+generated script for a world that already holds its bundle — the same function run with the same parameters,
+without shipping the bundle again; where the world does not hold it, nothing runs and ``bundle_missing`` is
+true of its value, and the host evaluates the whole script instead (docs/reader.md "Loading the bundles").
 ``mcp_http_refusal(body, headers)``: the HTTP-only MCP rules (``MCP-Protocol-Version``, ``Mcp-Method`` and
 ``Mcp-Name`` agree with the body, CONTRACT.md §7 v1.1) a host serving ``/mcp`` checks before ``begin_mcp``:
 ``None``, or ``{"httpStatus", "response"}`` to send instead."""

@@ -37,18 +37,22 @@ from typing import Any, Final
 
 __all__ = [
     "BUNDLES",
+    "KEPT_MISSING",
     "LOADER",
     "MAX_CHARS_LIMIT",
     "MAX_ELEMENTS_LIMIT",
     "WORLD_NAME",
     "assemble_bundle",
     "bundle",
+    "bundle_missing",
     "bundle_slot",
     "click_script",
     "collect_browser_selector_snapshot_expression",
     "fill_script",
     "find_text_script",
     "focus_script",
+    "kept_script",
+    "new_document_script",
     "preload_script",
     "scroll_script",
     "snapshot_script",
@@ -211,6 +215,76 @@ def preload_script(names: tuple[str, ...] = ("snapshot",)) -> str:
 def _preload(names: tuple[str, ...]) -> str:
     loads = ", ".join(_loaded(name) for name in names)
     return f"[{loads}].length"
+
+
+def new_document_script(names: tuple[str, ...] = ("snapshot", "click", "type")) -> str:
+    """:func:`preload_script` for a host to register once per tab so that the browser runs it in the
+    ``KelpieBrowserControl`` world of every new document as the document is created (CDP
+    ``Page.addScriptToEvaluateOnNewDocument`` with ``worldName``), before any page script runs. It installs
+    the bundles only in a top-level document (a frame's world gets nothing: fixed scripts run in the main
+    frame's world); value: the number of bundles named there, else 0. A constant text, so a renderer
+    compiles it once and every later document reuses that compilation. Raises KeyError for an unknown
+    bundle name."""
+    return _new_document(tuple(names))
+
+
+@functools.cache
+def _new_document(names: tuple[str, ...]) -> str:
+    return f"(globalThis.top === globalThis ? {_preload(names)} : 0)"
+
+
+KEPT_MISSING: Final = "kelpieBundleMissing"
+"""The one member of the value a :func:`kept_script` expression answers, without running anything, in a
+world that does not hold the bundle: ``{"kelpieBundleMissing": <slot>}``."""
+
+_KEPT: Final = (
+    "(function kelpieKept(slot) {"
+    ' "use strict";'
+    " const kept = Object.getOwnPropertyDescriptor(globalThis, slot);"
+    ' return kept && typeof kept.value === "function" ? kept.value : null;'
+    " })"
+)
+
+
+@functools.cache
+def _slots() -> dict[str, str]:
+    return {bundle_slot(name): name for name in BUNDLES}
+
+
+def kept_script(script: str) -> tuple[str, str] | None:
+    """The short form of a script of this module for a world that already holds its bundle (docs/reader.md
+    "Loading the bundles"): ``(slot, expression)``, or None when `script` is not exactly
+    ``<loader>("<slot>", () => <bundle>)(<one JSON value>)`` of this build.
+
+    Where the world's global has ``slot`` (a function, as the loader keeps it), the expression calls that
+    function with the script's own parameter literal — what the whole script does there, since its loader
+    would return that same function — without shipping or parsing the bundle. Where it has not, the
+    expression runs nothing (it only reads that property) and answers ``{KEPT_MISSING: slot}``
+    (:func:`bundle_missing`); the caller then evaluates the whole `script`, once. Never raises."""
+    if not isinstance(script, str) or not script.startswith(LOADER + '("'):
+        return None
+    start = len(LOADER) + 2
+    end = script.find('"', start)
+    name = _slots().get(script[start:end]) if end > 0 else None
+    if name is None:
+        return None
+    prefix = _loaded(name) + "("
+    if not (script.startswith(prefix) and script.endswith(")")):
+        return None
+    literal = script[len(prefix) : -1]
+    try:
+        json.loads(literal)  # one JSON value and nothing else: the call's only argument, as in `script`
+    except ValueError:
+        return None
+    slot = bundle_slot(name)
+    missing = js_literal({KEPT_MISSING: slot})
+    return slot, f'((run) => run ? run({literal}) : {missing})({_KEPT}("{slot}"))'
+
+
+def bundle_missing(value: Any, slot: str) -> bool:
+    """True when `value` is what a :func:`kept_script` expression for `slot` answers in a world without
+    that bundle (nothing ran there)."""
+    return isinstance(value, dict) and len(value) == 1 and value.get(KEPT_MISSING) == slot
 
 
 def _check_key(key: str) -> None:

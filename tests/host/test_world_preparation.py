@@ -107,8 +107,9 @@ def test_a_crashed_renderer_and_a_relaunched_browser_get_the_bundle_again(browse
 
 def test_the_host_installs_the_snapshot_bundle_before_the_first_script() -> None:
     """The preparation is real: right after ``navigate``, the new document's world already holds this
-    build's snapshot bundle before any reader script ran there (the probe installs nothing); the other
-    bundles (click, type, an extension's ``fill``) come with their first script. Run in-process against the host's own renderer."""
+    build's snapshot, click and type bundles before any reader script ran there (the probe installs
+    nothing); the other bundles (an extension's ``fill``) come with their first script. Run in-process
+    against the host's own renderer."""
     probes = [PROBE % json.dumps(reader.bundle_slot(name)) for name in ("snapshot", "click", "type", "fill")]
     fill_probe = probes[-1]
 
@@ -148,7 +149,7 @@ def test_the_host_installs_the_snapshot_bundle_before_the_first_script() -> None
     finally:
         server.shutdown()
         server.server_close()
-    preloaded = ["function", "absent", "absent", "absent"]
+    preloaded = ["function", "function", "function", "absent"]
     assert seen == [preloaded, preloaded, {"filled": 3}, "function"]
 
 

@@ -63,7 +63,14 @@ from playwright.async_api import (
 )
 from playwright.async_api import Error as PlaywrightError
 
-from kelpie_gateway import NATIVE_ENDPOINTS, preload_script
+from kelpie_gateway import (
+    NATIVE_ENDPOINTS,
+    bundle_missing,
+    bundle_slot,
+    kept_script,
+    new_document_script,
+    preload_script,
+)
 
 if TYPE_CHECKING:
     from .policy import RedirectGuard
@@ -80,11 +87,17 @@ CHROMIUM_FLAGS = (
     "--no-first-run",
 )
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
-PRELOAD = preload_script(("snapshot",))
-"""Run in each new document's world as soon as it commits (docs/host.md "Fixed scripts: one world per
-document"): the same text every time, so Chromium compiles it once per renderer process and later documents
-reuse that compilation. Only the snapshot's bundle: a new document's first reader call is a snapshot (its
-refs are new), and every other bundle installs itself with its first script."""
+PRELOADED = ("snapshot", "click", "type")
+"""The bundles every new top-level document's world gets as the document is created: what an agent's
+first calls on a page are (a snapshot, then clicks and typing); the rich extensions' bundles install
+with their first script."""
+NEW_DOCUMENT = new_document_script(PRELOADED)
+"""Registered once per tab (``Page.addScriptToEvaluateOnNewDocument`` with ``worldName``): Chromium makes
+the world of every new top-level document and runs this in it before any page script (docs/host.md
+"Fixed scripts: one world per document"). A constant text: compiled once per renderer process."""
+PRELOAD = preload_script(PRELOADED)
+"""The same installation run with ``Runtime.evaluate`` when a document commits that was created before the
+tab's registration took effect (a popup's first document)."""
 VIEWPORT = {"width": 1280, "height": 800}
 
 
@@ -139,6 +152,17 @@ class NoRenderer:
 
 
 @dataclass
+class World:
+    """A document's isolated world: the tab's CDP session, the world's execution context id, and the
+    bundle slots the host expects the world to hold (:func:`kelpie_gateway.kept_script`: a script whose
+    slot is here is sent in its short form; a world that turns out not to hold it drops it)."""
+
+    cdp: CDPSession
+    context_id: int
+    kept: set[str] = field(default_factory=set)
+
+
+@dataclass
 class Tab:
     """One Playwright page as the gateway sees it."""
 
@@ -146,8 +170,10 @@ class Tab:
     page: Page
     generation: int = 0
     cdp: CDPSession | None = None
+    session: asyncio.Future[CDPSession] | None = field(default=None, repr=False)
+    registered: bool = False  # NEW_DOCUMENT runs in this page's new documents (set once it is registered)
     frame_id: str | None = None  # the main frame's CDP id, fetched once per session
-    worlds: dict[str, asyncio.Future[tuple[CDPSession, int]]] = field(default_factory=dict)
+    worlds: dict[str, asyncio.Future[World]] = field(default_factory=dict)
     title: str = ""
     dialog: Dialog | None = None
     dialog_timer: asyncio.TimerHandle | None = field(default=None, repr=False)
@@ -442,10 +468,12 @@ class ChromiumRenderer:
             self.guard.note_blocked(page, tab.tab_id if tab else "?", kind, request.url, reason)
 
     async def _ready(self, tab: Tab) -> None:
-        """Wait (bounded) until the tab's policy guard is attached, before the tab navigates."""
-        if tab.ready is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(tab.ready), 5.0)
+        """Wait (bounded) until the tab's policy guard is attached and its session registered
+        :data:`NEW_DOCUMENT`, before the tab navigates."""
+        for pending in (tab.ready, tab.session):
+            if pending is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(pending), 5.0)
 
     # ----------------------------------------------------------------- browser events
     def _on_page(self, page: Page) -> None:
@@ -463,6 +491,8 @@ class ChromiumRenderer:
         self._listen(tab)
         if self._selected is None:
             self._selected = tab.tab_id
+        if self._context is not None:
+            self._start_session(tab)  # before its first navigation, so that every document is prepared
         if self.guard is not None and self._context is not None:
             tab.ready = asyncio.ensure_future(self.guard.attach(self._context, page, tab.tab_id))
             tab.ready.add_done_callback(lambda done: done.cancelled() or done.exception())
@@ -490,7 +520,7 @@ class ChromiumRenderer:
             return
         tab.generation += 1
         tab.worlds.clear()
-        tab.cdp, tab.frame_id = None, None
+        tab.cdp, tab.frame_id, tab.session, tab.registered = None, None, None, False
         tab.crashed = True
         self._clear_dialog(tab)
         self.log(f"renderer crashed in tab {tab.tab_id}: tab.navigate or tabs.close recovers it")
@@ -508,14 +538,16 @@ class ChromiumRenderer:
         old = tab.page
         self._by_page.pop(id(old), None)
         tab.page, tab.crashed, tab.cdp, tab.frame_id = page, False, None, None
+        tab.session, tab.registered = None, False
         tab.worlds.clear()
         tab.generation += 1
         self._by_page[id(page)] = tab
         self._listen(tab)
+        self._start_session(tab)
         if self.guard is not None:
             tab.ready = asyncio.ensure_future(self.guard.attach(self._context, page, tab.tab_id))
             tab.ready.add_done_callback(lambda done: done.cancelled() or done.exception())
-            await self._ready(tab)
+        await self._ready(tab)
         with contextlib.suppress(Exception):
             await old.close(run_before_unload=False)
         self.log(f"tab {tab.tab_id} recovered from its crash in a new page")
@@ -674,7 +706,7 @@ class ChromiumRenderer:
         }
 
     # ----------------------------------------------------------------- fixed scripts
-    def _prepare(self, tab: Tab, name: str = WORLD_NAME) -> asyncio.Future[tuple[CDPSession, int]]:
+    def _prepare(self, tab: Tab, name: str = WORLD_NAME) -> asyncio.Future[World]:
         """Start making world ``name`` for the tab's current document (kept in ``tab.worlds`` until the
         next main-frame navigation, crash or a vanished context) and return its future."""
         made = asyncio.ensure_future(self._make_world(tab, name))
@@ -682,24 +714,49 @@ class ChromiumRenderer:
         tab.worlds[name] = made
         return made
 
-    async def _make_world(self, tab: Tab, name: str) -> tuple[CDPSession, int]:
+    def _start_session(self, tab: Tab) -> asyncio.Future[CDPSession]:
+        """Open the tab's CDP session (one per page, reused) and register :data:`NEW_DOCUMENT` there."""
+        tab.session = asyncio.ensure_future(self._open_session(tab))
+        tab.session.add_done_callback(lambda done: done.cancelled() or done.exception())  # awaited when used
+        return tab.session
+
+    async def _open_session(self, tab: Tab) -> CDPSession:
         assert self._context is not None
         page = tab.page
-        if tab.cdp is None:
-            session = await self._context.new_cdp_session(page)
-            if tab.page is not page or tab.cdp is not None:  # replaced (crash) or made meanwhile
-                with contextlib.suppress(Exception):
-                    await session.detach()
-            else:
-                tab.cdp, tab.frame_id = session, None
-        cdp = tab.cdp
-        if cdp is None:
+        session = await self._context.new_cdp_session(page)
+        if tab.page is not page:  # replaced (crash) meanwhile
+            with contextlib.suppress(Exception):
+                await session.detach()
+            raise PlaywrightError("the tab's page was replaced")
+        tab.cdp, tab.frame_id = session, None
+        # Best effort: without it each document gets its bundles when it commits (PRELOAD), or with its
+        # first script. Page.enable is what makes Chromium run a session's new-document scripts.
+        with contextlib.suppress(PlaywrightError):
+            await session.send("Page.enable")
+            await session.send(
+                "Page.addScriptToEvaluateOnNewDocument", {"source": NEW_DOCUMENT, "worldName": WORLD_NAME}
+            )
+            tab.registered = tab.page is page
+        return session
+
+    async def _session_of(self, tab: Tab) -> CDPSession:
+        made = tab.session
+        if made is None or (made.done() and (made.cancelled() or made.exception() is not None)):
+            made = self._start_session(tab)
+        return await asyncio.shield(made)
+
+    async def _make_world(self, tab: Tab, name: str) -> World:
+        page = tab.page
+        registered = tab.registered  # this document was created with NEW_DOCUMENT in place
+        cdp = await self._session_of(tab)
+        if tab.page is not page or tab.cdp is not cdp:
             raise PlaywrightError("the tab's page was replaced")
         for attempt in range(2):
             if tab.frame_id is None:
                 tree = await cdp.send("Page.getFrameTree")
                 tab.frame_id = str(tree["frameTree"]["frame"]["id"])
             try:
+                # The world of that name in the current document: the one NEW_DOCUMENT ran in, if it did.
                 made = await cdp.send(
                     "Page.createIsolatedWorld",
                     {"frameId": tab.frame_id, "worldName": name, "grantUniveralAccess": False},
@@ -709,18 +766,22 @@ class ChromiumRenderer:
                 if attempt:
                     raise
                 tab.frame_id = None  # ask the frame tree again, once
-        context_id = int(made["executionContextId"])
+        world = World(cdp, int(made["executionContextId"]))
         if name == WORLD_NAME:
-            # Best effort: a failure here only means the first script compiles its own bundle.
-            with contextlib.suppress(PlaywrightError):
-                await cdp.send(
-                    "Runtime.evaluate",
-                    {"expression": PRELOAD, "contextId": context_id, "returnByValue": True},
-                )
-        return cdp, context_id
+            if not registered:
+                # Best effort: a failure here only means the first script compiles its own bundle.
+                try:
+                    await cdp.send(
+                        "Runtime.evaluate",
+                        {"expression": PRELOAD, "contextId": world.context_id, "returnByValue": True},
+                    )
+                except PlaywrightError:
+                    return world
+            world.kept.update(bundle_slot(bundle) for bundle in PRELOADED)
+        return world
 
-    async def _world(self, tab: Tab, name: str) -> tuple[CDPSession, int]:
-        """The tab's CDP session and the context id of world ``name`` in its current document."""
+    async def _world(self, tab: Tab, name: str) -> World:
+        """World ``name`` of the tab's current document (made at most once per document)."""
         made = tab.worlds.get(name)
         if made is None or (made.done() and (made.cancelled() or made.exception() is not None)):
             made = self._prepare(tab, name)
@@ -733,24 +794,17 @@ class ChromiumRenderer:
         script = params.get("script")
         if not isinstance(script, str):
             return fail("RENDERER_FAILED", "browser-control-evaluate needs a script", mayHaveCompleted=False)
-        world = params.get("world") or WORLD_NAME
+        world_name = str(params.get("world") or WORLD_NAME)
         generation = tab.generation  # the document the script runs in (reported when it did not change)
+        short = kept_script(script)  # (slot, expression): the script without its bundle
         for attempt in range(2):
-            cdp, context_id = await self._world(tab, str(world))
+            world = await self._world(tab, world_name)
             try:
-                reply = await cdp.send(
-                    "Runtime.evaluate",
-                    {
-                        "expression": script,
-                        "contextId": context_id,
-                        "returnByValue": True,
-                        "awaitPromise": True,
-                    },
-                )
+                reply = await self._run_script(world, script, short)
             except PlaywrightError as exc:
                 # The document changed between world creation and evaluation: nothing ran; once more.
                 if "Cannot find context" in str(exc) and attempt == 0:
-                    tab.worlds.pop(str(world), None)
+                    tab.worlds.pop(world_name, None)
                     continue
                 return fail("RENDERER_FAILED", _short(exc))
             details = reply.get("exceptionDetails")
@@ -762,6 +816,24 @@ class ChromiumRenderer:
                 answer["generation"] = generation
             return answer
         return fail("RENDERER_FAILED", "the tab's document kept changing", mayHaveCompleted=False)
+
+    @staticmethod
+    async def _run_script(world: World, script: str, short: tuple[str, str] | None) -> JsonObject:
+        """``Runtime.evaluate`` of the script in ``world``, exactly once: its short form when the world is
+        expected to hold its bundle; if it does not after all (that form then ran nothing), the whole
+        script. Raises PlaywrightError as ``CDPSession.send`` does."""
+        params = {"contextId": world.context_id, "returnByValue": True, "awaitPromise": True}
+        if short is not None and short[0] in world.kept:
+            reply: JsonObject = await world.cdp.send("Runtime.evaluate", {"expression": short[1], **params})
+            if reply.get("exceptionDetails") or not bundle_missing(
+                reply.get("result", {}).get("value"), short[0]
+            ):
+                return reply
+            world.kept.discard(short[0])
+        reply = await world.cdp.send("Runtime.evaluate", {"expression": script, **params})
+        if short is not None and not reply.get("exceptionDetails"):
+            world.kept.add(short[0])  # the script's loader found or installed it
+        return reply
 
     # ----------------------------------------------------------------- dialogs (recovery extensions)
     async def _dialog_observe(self, params: Mapping[str, Any]) -> JsonObject:
