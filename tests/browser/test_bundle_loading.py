@@ -8,6 +8,7 @@ script reaching the reader, a handle surviving a navigation or a history travers
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from conftest import Site
 from hostworld import HostWorld
@@ -16,6 +17,14 @@ from playwright.sync_api import Page
 from readerhelp import Reader, by_label
 
 SLOT = reader.bundle_slot("snapshot")
+TAMPER = Path(__file__).resolve().parents[2] / "fixtures" / "pages" / "tamper-globals.js"
+
+
+def tamper_script(slots: list[str]) -> str:
+    """The page script of fixtures/pages/tamper-globals.js with fakes under `slots`."""
+    return TAMPER.read_text(encoding="utf-8").replace("SLOTS", json.dumps(slots))
+
+
 PROBE = "(() => { const d = Object.getOwnPropertyDescriptor(globalThis, %s); return d ? {type: typeof d.value, writable: d.writable, configurable: d.configurable, enumerable: d.enumerable, probe: d.value.probe || null} : null; })()"
 
 
@@ -33,7 +42,11 @@ def test_a_document_installs_its_bundle_once_and_a_new_document_starts_fresh(
     assert kept(r.world) is None  # a fresh world holds nothing
     first = r.snapshot()
     assert kept(r.world) == {
-        "type": "function", "writable": False, "configurable": False, "enumerable": False, "probe": None
+        "type": "function",
+        "writable": False,
+        "configurable": False,
+        "enumerable": False,
+        "probe": None,
     }
     # Mark the kept function; the next snapshot must run that very function, not compile another.
     r.world.evaluate(f"globalThis[{json.dumps(SLOT)}].probe = 'kept'")
@@ -66,29 +79,8 @@ def test_a_bundle_of_another_build_is_never_run(page: Page, fixtures_site: Site)
 def test_a_page_that_redefines_globals_cannot_reach_or_tamper_with_the_bundle(
     page: Page, fixtures_site: Site
 ) -> None:
-    # The page's own script runs first, in its main world: it plants a fake bundle under the real slot
-    # names and replaces the built-ins the loader and the reader use; any call into its code marks the DOM.
-    slots = json.dumps([reader.bundle_slot(name) for name in ("snapshot", "click", "type")])
-    page.add_init_script(
-        f"""(() => {{
-  const mark = (what) => () => {{ document.documentElement.dataset.tampered = what; return {{clicked: true, typed: 99, elements: []}}; }};
-  for (const slot of {slots}) Object.defineProperty(window, slot, {{ value: mark(slot), configurable: false }});
-  Object.getOwnPropertyDescriptor = mark("getOwnPropertyDescriptor");
-  Object.defineProperty = mark("defineProperty");
-  Function.prototype.call = mark("call");
-  Function.prototype.apply = mark("apply");
-  Array.prototype.map = mark("map");
-  Array.prototype.push = mark("push");
-  JSON.stringify = mark("stringify");
-  Map.prototype.set = mark("Map.set");
-  Promise.prototype.then = mark("then");
-  window.setTimeout = mark("setTimeout");
-  Object.setPrototypeOf(EventTarget.prototype, new Proxy({{}}, {{ get: (_t, name) => {{
-    if (typeof name === "string" && name.startsWith("__kelpie")) document.documentElement.dataset.tampered = name;
-    return undefined;
-  }} }}));
-}})();"""
-    )
+    # The page's own script runs first, in its main world (fixtures/pages/tamper-globals.js).
+    page.add_init_script(tamper_script([reader.bundle_slot(name) for name in ("snapshot", "click", "type")]))
     page.goto(fixtures_site.url("reader/plain.html"))
     r = Reader(page)
     planted = r.world.cdp.send(  # the page's main world (no contextId): its fake is in place
@@ -106,7 +98,9 @@ def test_a_page_that_redefines_globals_cannot_reach_or_tamper_with_the_bundle(
     assert kept(r.world)["type"] == "function"  # type: ignore[index]  # the world's own, not the page's
 
 
-def test_history_traversal_runs_the_kept_bundle_with_a_cleared_registry(page: Page, fixtures_site: Site) -> None:
+def test_history_traversal_runs_the_kept_bundle_with_a_cleared_registry(
+    page: Page, fixtures_site: Site
+) -> None:
     page.goto(fixtures_site.url("reader/plain.html"))
     r = Reader(page)
     handle = by_label(r.snapshot(), "Press")["handle"]
@@ -120,3 +114,82 @@ def test_history_traversal_runs_the_kept_bundle_with_a_cleared_registry(page: Pa
     assert by_label(r.snapshot(), "Pressed")["tag"] == "button"
     page.go_forward()
     assert by_label(r.snapshot(), "Other button")["tag"] == "button"
+
+
+# ---------------------------------------------------------------- the short form (reader.kept_script)
+def registry_present(world: HostWorld, key: str) -> bool:
+    return bool(
+        world.evaluate(
+            f"Object.getOwnPropertyDescriptor(globalThis, {json.dumps('__kelpieReader_' + key)}) !== undefined"
+        )
+    )
+
+
+def test_the_short_form_runs_the_kept_bundle_and_nothing_in_a_world_without_it(
+    page: Page, fixtures_site: Site
+) -> None:
+    page.goto(fixtures_site.url("reader/plain.html"))
+    r = Reader(page)
+    full = reader.snapshot_script(r.key, max_chars=12000, max_elements=200)
+    made = reader.kept_script(full)
+    assert made is not None and made[0] == SLOT
+    slot, short = made
+    assert len(short) < 600 < len(full)  # the bundle is not in it
+    # A world without the bundle: the short form only looks, answers the marker, and runs nothing.
+    missing = r.world.evaluate(short)
+    assert missing == {reader.KEPT_MISSING: slot} and reader.bundle_missing(missing, slot)
+    assert kept(r.world) is None and not registry_present(r.world, r.key)
+    first = r.world.evaluate(full)  # the whole script installs the bundle, as before
+    r.world.evaluate(f"globalThis[{json.dumps(SLOT)}].probe = 'kept'")
+    again = r.world.evaluate(short)  # the kept function itself, with the script's own parameters
+    assert kept(r.world)["probe"] == "kept"  # type: ignore[index]
+    assert [(e["tag"], e["label"]) for e in again["elements"]] == [
+        (e["tag"], e["label"]) for e in first["elements"]
+    ]
+    assert not reader.bundle_missing(again, slot)
+    # Acting through short forms: exactly one effect per call.
+    name = by_label(again, "Name")["handle"]
+    typing = reader.type_script(r.key, name, "Ada")
+    type_slot, type_short = reader.kept_script(typing) or ("", "")
+    assert r.world.evaluate(type_short) == {reader.KEPT_MISSING: type_slot}  # not installed yet: no effect
+    assert r.world.evaluate("document.getElementById('name').value") == ""
+    assert r.world.evaluate(typing) == {"typed": 3}
+    assert r.world.evaluate(type_short) == {"typed": 3}
+    assert r.world.evaluate("document.getElementById('name').value") == "AdaAda"
+    clicking = reader.click_script(r.key, by_label(again, "Press")["handle"])
+    press = reader.kept_script(clicking)
+    assert press is not None
+    assert r.world.evaluate(press[1]) == {reader.KEPT_MISSING: press[0]}  # no click happened
+    assert r.world.evaluate("document.getElementById('counter').textContent") == "Press"
+    assert r.world.evaluate(clicking) == {"clicked": True}
+    assert r.world.evaluate("document.getElementById('counter').textContent") == "Pressed"
+
+
+def test_the_new_document_script_prepares_top_level_documents_only(page: Page, fixtures_site: Site) -> None:
+    r = Reader(page)
+    cdp = r.world.cdp
+    cdp.send("Page.enable")
+    cdp.send(
+        "Page.addScriptToEvaluateOnNewDocument",
+        {"source": reader.new_document_script(), "worldName": reader.WORLD_NAME},
+    )
+    page.goto(fixtures_site.url("reader/frames.html"))
+    for name in ("snapshot", "click", "type"):
+        assert kept(r.world, reader.bundle_slot(name))["type"] == "function"  # type: ignore[index]
+    assert kept(r.world, reader.bundle_slot("fill")) is None
+    # The same-origin frame's world of that name holds nothing: fixed scripts run in the main frame.
+    tree = cdp.send("Page.getFrameTree")
+    child = next(f["frame"]["id"] for f in tree["frameTree"]["childFrames"] if f["frame"].get("name") != "x")
+    context = cdp.send("Page.createIsolatedWorld", {"frameId": child, "worldName": reader.WORLD_NAME})
+    probe = PROBE % json.dumps(SLOT)
+    inner = cdp.send(
+        "Runtime.evaluate",
+        {"expression": probe, "contextId": context["executionContextId"], "returnByValue": True},
+    )
+    assert inner["result"]["value"] is None
+    # The prepared bundle answers the short form at once; a new document is prepared again.
+    short = reader.kept_script(reader.snapshot_script(r.key, max_chars=500, max_elements=20))
+    assert short is not None
+    assert r.world.evaluate(short[1])["title"] == "Frames"
+    page.goto(fixtures_site.url("reader/plain.html"))
+    assert by_label(r.world.evaluate(short[1]), "Press")["role"] == "button"

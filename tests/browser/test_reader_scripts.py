@@ -56,3 +56,34 @@ def test_hostile_text_is_one_inert_ascii_json_literal() -> None:
 def test_malformed_parameters_are_refused(call: object) -> None:
     with pytest.raises(ValueError):
         call()  # type: ignore[operator]
+
+
+def test_kept_script_shortens_only_this_builds_own_scripts() -> None:
+    key, handle = "0123456789abcdef0123456789abcdef", "0123456789abcdef-1"
+    scripts = {
+        "snapshot": reader.snapshot_script(key, max_chars=100, max_elements=5),
+        "click": reader.click_script(key, handle),
+        "type": reader.type_script(key, handle, 'he said "</script>\u2028\U0001f600'),
+        "fill": reader.fill_script(key, handle, ""),
+        "find-text": reader.find_text_script("x"),
+    }
+    for name, script in scripts.items():
+        made = reader.kept_script(script)
+        assert made is not None, name
+        slot, short = made
+        assert slot == reader.bundle_slot(name)
+        body = script.index(reader.bundle(name)) + len(reader.bundle(name))
+        assert script[body : body + 2] == ")("
+        literal = script[body + 2 : -1]  # the parameter literal, carried over unchanged
+        assert f"run({literal})" in short and reader.bundle(name) not in short
+        assert short.isascii()
+    full = scripts["click"]
+    stale = full.replace(reader.sources_digest(), "0" * 64)  # another build's slot
+    assert reader.kept_script(stale) is None
+    assert reader.kept_script(full.replace("kelpieReader", "kelpieReadeR", 1)) is None  # another bundle text
+    assert reader.kept_script(full[:-1] + "), globalThis.x = (1)") is None  # more than one argument
+    assert reader.kept_script(full[:-2] + " + 1)") is None  # not one JSON value
+    assert reader.kept_script("1 + 1") is None
+    assert reader.kept_script(reader.preload_script()) is None
+    assert not reader.bundle_missing({reader.KEPT_MISSING: reader.bundle_slot("type")}, reader.bundle_slot("click"))
+    assert not reader.bundle_missing({reader.KEPT_MISSING: reader.bundle_slot("click"), "x": 1}, reader.bundle_slot("click"))

@@ -15,6 +15,7 @@ import functools
 import json
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -105,6 +106,72 @@ def test_a_crashed_renderer_and_a_relaunched_browser_get_the_bundle_again(browse
     read_and_act(browser_host, fresh)
 
 
+KEY = "0123456789abcdef0123456789abcdef"
+
+
+def in_renderer(body: Callable[[ChromiumRenderer, str, str], Awaitable[Any]]) -> Any:
+    """Run ``body(renderer, tab, site)`` against the host's own renderer (real headless Chromium, started on
+    the fixture site's form.html) on a loop of its own; returns what it returns."""
+
+    async def main(site: str) -> Any:
+        renderer = ChromiumRenderer(executable=find_chromium(None), on_invalidate=lambda _t: None, log=print)
+        await renderer.start(f"{site}/form.html")
+        try:
+            tab = (await renderer.call("get-tabs", {}))["tabs"][0]["tabId"]
+            return await body(renderer, tab, site)
+        finally:
+            await renderer.close()
+
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(ROOT / "fixtures" / "site"))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, main(f"http://127.0.0.1:{server.server_address[1]}")).result()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def evaluate(renderer: ChromiumRenderer, tab: str, script: str, world: str = WORLD_NAME) -> Any:
+    params = {"tabId": tab, "world": world, "script": script, "timeoutMs": 10000}
+    answer = await renderer.call("browser-control-evaluate", params)
+    assert answer["success"], answer
+    return answer["value"]
+
+
+async def navigate(renderer: ChromiumRenderer, tab: str, url: str) -> None:
+    nav = await renderer.call("navigate", {"tabId": tab, "url": url, "timeoutMs": 10000})
+    assert nav["success"], nav
+
+
+def sent_expressions(renderer: ChromiumRenderer, tab: str) -> list[str]:
+    """Every ``Runtime.evaluate`` expression the tab's session sends from now on (a spy, in order)."""
+    session = renderer._tabs[tab].cdp
+    assert session is not None
+    sent: list[str] = []
+    send = session.send
+
+    async def spy(method: str, params: dict[str, Any] | None = None) -> Any:
+        if method == "Runtime.evaluate" and params:
+            sent.append(str(params["expression"]))
+        return await send(method, params)
+
+    session.send = spy  # type: ignore[method-assign]
+    return sent
+
+
+async def type_and_echo(renderer: ChromiumRenderer, tab: str) -> tuple[list[str], dict[str, str]]:
+    """On form.html: from now on spy on the evaluations, then a snapshot, "Ada" typed into "Your name" and
+    a click on "Echo the name"; returns the expressions sent and the snapshot's handles by label."""
+    sent = sent_expressions(renderer, tab)
+    snap = await evaluate(renderer, tab, reader.snapshot_script(KEY, max_chars=1000, max_elements=20))
+    refs = {e["label"]: e["handle"] for e in snap["elements"]}
+    assert await evaluate(renderer, tab, reader.type_script(KEY, refs["Your name"], "Ada")) == {"typed": 3}
+    assert await evaluate(renderer, tab, reader.click_script(KEY, refs["Echo the name"])) == {"clicked": True}
+    return sent, refs
+
+
 def test_the_host_installs_the_snapshot_bundle_before_the_first_script() -> None:
     """The preparation is real: right after ``navigate``, the new document's world already holds this
     build's snapshot, click and type bundles before any reader script ran there (the probe installs
@@ -113,44 +180,98 @@ def test_the_host_installs_the_snapshot_bundle_before_the_first_script() -> None
     probes = [PROBE % json.dumps(reader.bundle_slot(name)) for name in ("snapshot", "click", "type", "fill")]
     fill_probe = probes[-1]
 
-    async def body(site: str) -> list[Any]:
-        renderer = ChromiumRenderer(executable=find_chromium(None), on_invalidate=lambda _t: None, log=print)
-        await renderer.start(f"{site}/form.html")
+    async def body(renderer: ChromiumRenderer, tab: str, site: str) -> list[Any]:
         seen: list[Any] = []
-
-        async def evaluate(tab: str, script: str) -> Any:
-            params = {"tabId": tab, "world": WORLD_NAME, "script": script, "timeoutMs": 10000}
-            answer = await renderer.call("browser-control-evaluate", params)
-            assert answer["success"], answer
-            return answer["value"]
-
-        try:
-            tab = (await renderer.call("get-tabs", {}))["tabs"][0]["tabId"]
-            for page in ("click.html", "form.html"):
-                nav = await renderer.call("navigate", {"tabId": tab, "url": f"{site}/{page}", "timeoutMs": 10000})
-                assert nav["success"], nav
-                seen.append([await evaluate(tab, probe) for probe in probes])
-            key = "0123456789abcdef0123456789abcdef"
-            snap = await evaluate(tab, reader.snapshot_script(key, max_chars=1000, max_elements=20))
-            name = next(e["handle"] for e in snap["elements"] if e["label"] == "Your name")
-            seen.append(await evaluate(tab, reader.fill_script(key, name, "Ada")))
-            seen.append(await evaluate(tab, fill_probe))  # installed by its first script
-        finally:
-            await renderer.close()
+        for page in ("click.html", "form.html"):
+            await navigate(renderer, tab, f"{site}/{page}")
+            seen.append([await evaluate(renderer, tab, probe) for probe in probes])
+        snap = await evaluate(renderer, tab, reader.snapshot_script(KEY, max_chars=1000, max_elements=20))
+        name = next(e["handle"] for e in snap["elements"] if e["label"] == "Your name")
+        seen.append(await evaluate(renderer, tab, reader.fill_script(KEY, name, "Ada")))
+        seen.append(await evaluate(renderer, tab, fill_probe))  # installed by its first script
         return seen
 
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(ROOT / "fixtures" / "site"))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            site = f"http://127.0.0.1:{server.server_address[1]}"
-            seen = pool.submit(asyncio.run, body(site)).result()
-    finally:
-        server.shutdown()
-        server.server_close()
     preloaded = ["function", "function", "function", "absent"]
-    assert seen == [preloaded, preloaded, {"filled": 3}, "function"]
+    assert in_renderer(body) == [preloaded, preloaded, {"filled": 3}, "function"]
+
+
+def test_scripts_travel_without_their_bundle_once_the_world_holds_it() -> None:
+    """After a navigation every snapshot, click and type goes out in its short form (no 55 KB bundle), and
+    the page shows each effect exactly once; an extension's first ``fill`` carries its bundle, later ones
+    do not."""
+
+    async def body(renderer: ChromiumRenderer, tab: str, site: str) -> list[int]:
+        await navigate(renderer, tab, f"{site}/form.html")
+        sent, refs = await type_and_echo(renderer, tab)
+        for text in ("x", "yz"):
+            assert await evaluate(renderer, tab, reader.fill_script(KEY, refs["Notes"], text)) == {
+                "filled": len(text)
+            }
+        snap = await evaluate(renderer, tab, reader.snapshot_script(KEY, max_chars=1000, max_elements=20))
+        assert "Echo: Ada" in snap["text"] and "Name has 3 characters" in snap["text"], snap["text"]
+        assert "Notes have 2 characters" in snap["text"], snap["text"]
+        return [len(expression) for expression in sent]
+
+    sizes = in_renderer(body)
+    assert len(sizes) == 6, sizes  # one evaluation per call: nothing was sent twice
+    full = len(reader.bundle("fill"))
+    assert [size > full for size in sizes] == [False, False, False, True, False, False], sizes
+
+
+def test_a_world_without_an_expected_bundle_gets_the_whole_script_exactly_once() -> None:
+    """When the host's expectation is wrong (a world that does not hold the bundle), the short form runs
+    nothing and the whole script follows once: the field gets the text once, not twice; from then on the
+    short form serves."""
+
+    async def body(renderer: ChromiumRenderer, tab: str, site: str) -> tuple[list[int], str]:
+        world_name = "KelpieProbeWorld"  # a world of another name: nothing preloaded there
+        world = await renderer._world(renderer._tabs[tab], world_name)
+        assert world.kept == set()
+        world.kept.update(reader.bundle_slot(name) for name in ("snapshot", "type"))  # a wrong expectation
+        sent = sent_expressions(renderer, tab)
+        snap = await evaluate(
+            renderer, tab, reader.snapshot_script(KEY, max_chars=1000, max_elements=20), world_name
+        )
+        name = next(e["handle"] for e in snap["elements"] if e["label"] == "Your name")
+        for text in ("Ada", "Bob"):
+            typed = await evaluate(renderer, tab, reader.type_script(KEY, name, text), world_name)
+            assert typed == {"typed": 3}
+        value = await evaluate(renderer, tab, "document.getElementById('name').value", world_name)
+        return [len(expression) for expression in sent], value
+
+    sizes, value = in_renderer(body)
+    assert value == "AdaBob"
+    full = len(reader.bundle("type"))
+    # snapshot: short (missing) + whole; type Ada: short (missing) + whole; type Bob: short; the probe.
+    assert [size > full for size in sizes] == [False, True, False, True, False, False], sizes
+
+
+TAMPER = ROOT / "fixtures" / "pages" / "tamper-globals.js"
+
+
+def test_a_page_that_tampers_with_globals_cannot_reach_the_short_form() -> None:
+    """A page that plants fakes under every bundle slot and replaces the built-ins the short form and the
+    reader use, in its own world: the host's short forms still run the isolated world's own bundles, the
+    effects are real and none of the page's fakes is ever called."""
+    slots = json.dumps([reader.bundle_slot(name) for name in reader.BUNDLES])
+    tamper = TAMPER.read_text(encoding="utf-8").replace("SLOTS", slots)
+
+    async def body(renderer: ChromiumRenderer, tab: str, site: str) -> tuple[list[int], Any, Any]:
+        page = renderer.page_of(tab)
+        assert page is not None
+        await page.add_init_script(tamper)
+        await navigate(renderer, tab, f"{site}/form.html")
+        planted = await page.evaluate(f"typeof window[{json.dumps(reader.bundle_slot('snapshot'))}]")
+        assert planted == "function"
+        sent, _refs = await type_and_echo(renderer, tab)
+        after = await evaluate(renderer, tab, reader.snapshot_script(KEY, max_chars=1000, max_elements=20))
+        tampered = await evaluate(renderer, tab, "document.documentElement.dataset.tampered || null")
+        return [len(expression) for expression in sent], after["text"], tampered
+
+    sizes, text, tampered = in_renderer(body)
+    assert all(size < 2000 for size in sizes[:4]), sizes  # every call went out in its short form
+    assert "Echo: Ada" in text and "Name has 3 characters" in text, text
+    assert tampered is None
 
 
 @pytest.mark.parametrize("mode", ["python", "abi"])
