@@ -9,13 +9,14 @@ never raises: it returns the native result ``{"success": true, ...}`` or
   same-document), on renderer crash, and is reported by ``get-tabs``.
 * ``browser-control-evaluate`` runs the gateway's fixed script in the isolated world
   ``KelpieBrowserControl`` of the tab's main frame: CDP ``Page.createIsolatedWorld`` once per document,
-  then ``Runtime.evaluate`` with ``contextId``, ``returnByValue`` and ``awaitPromise``. The world is
-  prepared as soon as a main-frame document commits, while the navigation still loads (one CDP session
-  per tab, the main frame's id fetched once per session, then ``Page.createIsolatedWorld`` and
-  :func:`kelpie_gateway.preload_script`), so the document's first script finds its world and its bundle
-  compiled; a script never depends on that (it installs its own bundle when the world lacks it), and
-  a context that vanished in between is created again (docs/host.md "Fixed scripts: one world per
-  document").
+  then ``Runtime.evaluate`` with ``contextId``, ``returnByValue`` and ``awaitPromise``. Each tab's one
+  CDP session registers :func:`kelpie_gateway.new_document_script` before the tab navigates, so Chromium
+  makes the world of every new top-level document as the document is created and installs the snapshot,
+  click and type bundles there; the host asks for the world's context id when the document commits,
+  while it still loads. A script whose bundle the world holds is sent in its short form
+  (:func:`kelpie_gateway.kept_script`), else whole; a script never depends on any of this (it installs
+  its own bundle when the world lacks it), and a context that vanished in between is created again
+  (docs/host.md "Fixed scripts: one world per document").
 * The browser side calls ``on_invalidate(tab_id)`` (= ``gateway.invalidate_refs``) on main-frame
   navigation, tab close and renderer crash.
 * JavaScript dialogs are never auto-dismissed: ``page.on("dialog")`` keeps the open dialog per tab, and
