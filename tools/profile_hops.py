@@ -13,7 +13,7 @@ renderer's world lookup, every CDP ``send``) and around the fixed script in the 
 statement, ``performance.timeOrigin + performance.now()``), then drives it over MCP with the Python SDK
 client (stateless revision), timing the client and its HTTP hooks. Each round: navigate to a fresh
 document of ``tools/bench_latency.py``'s 11-control page, the first snapshot, a repeated snapshot, a click
-and a type by ref. Prints per step the median and minimum milliseconds of each hop. All clocks are
+and a type by ref. Prints per step the median, minimum and maximum milliseconds of each hop. All clocks are
 ``CLOCK_MONOTONIC`` except the page's, which is wall time mapped onto it (good to about a millisecond).
 A profile, not a benchmark: the wrapping itself costs a little, and the figures are noisy on a shared
 machine; compare builds with ``tools/bench_latency.py``.
@@ -221,7 +221,7 @@ def main() -> int:
             host.stop()
         lines = [json.loads(line) for line in log.read_text().splitlines()] + client_lines
     print(
-        f"{args.rounds} rounds ({args.skip} left out); milliseconds, median (min); load {os.getloadavg()[0]:.1f}"
+        f"{args.rounds} rounds ({args.skip} left out); milliseconds, median (min – max); load {os.getloadavg()[0]:.1f}"
     )
     for step, hops in analyse(lines, args.skip).items():
         if step == "tabs.list":
@@ -229,7 +229,10 @@ def main() -> int:
         print(f"== {step}")
         for name, *_ in HOPS:
             if hops.get(name):
-                print(f"  {name:<34}{statistics.median(hops[name]):8.2f} ({min(hops[name]):6.2f})")
+                values = hops[name]
+                print(
+                    f"  {name:<34}{statistics.median(values):8.2f} ({min(values):6.2f} – {max(values):7.2f})"
+                )
     return 0
 
 
