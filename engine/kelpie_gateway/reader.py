@@ -37,6 +37,7 @@ from typing import Any, Final
 
 __all__ = [
     "BUNDLES",
+    "KEPT_LITERAL_LIMIT",
     "KEPT_MISSING",
     "LOADER",
     "MAX_CHARS_LIMIT",
@@ -237,6 +238,9 @@ KEPT_MISSING: Final = "kelpieBundleMissing"
 """The one member of the value a :func:`kept_script` expression answers, without running anything, in a
 world that does not hold the bundle: ``{"kelpieBundleMissing": <slot>}``."""
 
+KEPT_LITERAL_LIMIT: Final = 65536
+"""Parameter literals longer than this (characters) are not shortened by :func:`kept_script`."""
+
 _KEPT: Final = (
     "(function kelpieKept(slot) {"
     ' "use strict";'
@@ -260,7 +264,9 @@ def kept_script(script: str) -> tuple[str, str] | None:
     function with the script's own parameter literal — what the whole script does there, since its loader
     would return that same function — without shipping or parsing the bundle. Where it has not, the
     expression runs nothing (it only reads that property) and answers ``{KEPT_MISSING: slot}``
-    (:func:`bundle_missing`); the caller then evaluates the whole `script`, once. Never raises."""
+    (:func:`bundle_missing`); the caller then evaluates the whole `script`, once. None also when the
+    parameters are longer than :data:`KEPT_LITERAL_LIMIT` characters (a long ``text``): checking them
+    would cost more than the bundle's bytes save. Never raises."""
     if not isinstance(script, str) or not script.startswith(LOADER + '("'):
         return None
     start = len(LOADER) + 2
@@ -272,6 +278,8 @@ def kept_script(script: str) -> tuple[str, str] | None:
     if not (script.startswith(prefix) and script.endswith(")")):
         return None
     literal = script[len(prefix) : -1]
+    if len(literal) > KEPT_LITERAL_LIMIT:
+        return None
     try:
         json.loads(literal)  # one JSON value and nothing else: the call's only argument, as in `script`
     except ValueError:

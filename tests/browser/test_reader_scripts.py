@@ -84,6 +84,13 @@ def test_kept_script_shortens_only_this_builds_own_scripts() -> None:
     assert reader.kept_script(full[:-1] + "), globalThis.x = (1)") is None  # more than one argument
     assert reader.kept_script(full[:-2] + " + 1)") is None  # not one JSON value
     assert reader.kept_script("1 + 1") is None
+    long_text = "x" * (reader.KEPT_LITERAL_LIMIT + 1)  # its parameters are not worth checking: sent whole
+    assert reader.kept_script(reader.type_script(key, handle, long_text)) is None
+    assert reader.kept_script(reader.type_script(key, handle, long_text[:60000])) is not None
     assert reader.kept_script(reader.preload_script()) is None
-    assert not reader.bundle_missing({reader.KEPT_MISSING: reader.bundle_slot("type")}, reader.bundle_slot("click"))
-    assert not reader.bundle_missing({reader.KEPT_MISSING: reader.bundle_slot("click"), "x": 1}, reader.bundle_slot("click"))
+    assert not reader.bundle_missing(
+        {reader.KEPT_MISSING: reader.bundle_slot("type")}, reader.bundle_slot("click")
+    )
+    assert not reader.bundle_missing(
+        {reader.KEPT_MISSING: reader.bundle_slot("click"), "x": 1}, reader.bundle_slot("click")
+    )
