@@ -60,6 +60,8 @@ ADVANCE_PARSE_CAP: Final = 256 * 1024 * 1024
 _CANCEL_CODES: Final = {"timeout": "TIMEOUT", "cancelled": "CANCELLED", "renderer-closed": "RENDERER_FAILED"}
 _TAB_TARGETED: Final = frozenset({"tabs.select", "tabs.close"})
 UNDELIVERED_MEMORY: Final = 4096
+CLOSED_TAB_MEMORY: Final = 4096
+"""How many closed tab ids the gateway remembers (``advance {"tabClosed"}``, a renderer's TAB_NOT_FOUND)."""
 """How many completed mutating transactions ``advance({"transaction","undelivered":true})`` can still
 mark (the most recent ones; the host reports an undelivered response right after failing to send it)."""
 _REF_METHODS: Final = frozenset({"tab.click", "tab.type"})
@@ -171,6 +173,7 @@ class GatewayCore:
         self._counter = 0
         self._reconcile: set[str] = set()
         self._recent_mutations: OrderedDict[str, str] = OrderedDict()
+        self._closed_tabs: OrderedDict[str, None] = OrderedDict()
         self._grace_s = self._config.retirement_grace_ms / 1000.0
         self._closed = False
         self._working: Transaction | None = None
@@ -244,7 +247,12 @@ class GatewayCore:
     def advance(self, result: Mapping[str, Any] | str | bytes) -> JsonObject:
         """Consume one host result: ``{"transaction","seq","result"}`` or ``{"transaction","retire":
         "renderer-closed"}``. A result that does not match the pending step is ``rejected``
-        (``STALE_STEP``) and changes nothing; malformed input is ``rejected`` ``INVALID_REQUEST``."""
+        (``STALE_STEP``) and changes nothing; malformed input is ``rejected`` ``INVALID_REQUEST``.
+
+        Host reports ride here too (no C ABI function of their own): ``{"transaction","undelivered": true}``
+        (answer ``noted`` with ``reconcileRequired``) and ``{"tabClosed": tabId}``, a tab gone for good
+        without a ``tabs.close`` through the gateway (answer ``{"step":"noted","tabClosed","reconcileCleared"}``;
+        every later call naming it is TAB_NOT_FOUND: §4, §6; docs/contract-notes.md "Closed tabs")."""
         return _own(self._advance_step(result))
 
     def _advance_step(self, result: Any) -> JsonObject:
@@ -530,6 +538,7 @@ class GatewayCore:
         if txn.method in _REF_METHODS:
             ref = params["ref"]
             target = tab_id if tab_id is not None else (self._refs.owner(ref) or "")
+            self._refuse_closed(target)
             try:
                 self._refs.resolve(ref, target)
             except RefError as exc:
@@ -537,6 +546,8 @@ class GatewayCore:
         if txn.plan.get("ext") is not None:
             self._captured_handles(txn, tab_id)
         if txn.method == "tab.snapshot":  # scope and cursor are refused before anything runs (§9 v1.1)
+            if params.get("cursor") is not None or params.get("scope") is not None:
+                self._refuse_closed(tab_id)
             natives.snapshot_anchor(params, tab_id or "", self._natives)
         if txn.mutates and tab_id is not None and tab_id in self._reconcile:
             raise Refusal(
@@ -544,6 +555,37 @@ class GatewayCore:
                 f"an earlier action on tab {tab_id!r} has an unknown outcome; take a tab.snapshot (or tabs.list) "
                 "of it before acting on it again",
             )
+
+    def _refuse_closed(self, tab: str | None) -> None:
+        """A ref or cursor of a tab known to be closed is refused TAB_NOT_FOUND (what the renderer answers
+        for that tab), not a ref code that would send the client to snapshot a tab that is gone."""
+        if tab is not None and tab in self._closed_tabs:
+            raise Refusal(
+                "TAB_NOT_FOUND",
+                f"tab {tab!r} was closed; its refs and cursors went with it (tabs.list shows the open tabs)",
+            )
+
+    def _tab_gone(self, tab: str) -> bool:
+        """Tab ``tab`` no longer exists (the host reported it closed, or a renderer answered TAB_NOT_FOUND
+        for it): its refs are forgotten and a RECONCILE_REQUIRED mark on it is cleared — nothing about a tab
+        that is gone can be observed, and any later call naming it is TAB_NOT_FOUND, read or write alike.
+        Returns whether a mark was cleared. The id is remembered (newest :data:`CLOSED_TAB_MEMORY`) until a
+        renderer result reports that tab again, so an unknown outcome finishing later does not mark it."""
+        self._refs.forget_tab(tab)
+        marked = tab in self._reconcile
+        self._reconcile.discard(tab)
+        closed = self._closed_tabs
+        closed[tab] = None
+        closed.move_to_end(tab)
+        if len(closed) > CLOSED_TAB_MEMORY:
+            closed.popitem(last=False)
+        return marked
+
+    def _seen(self, tab: str, generation: int) -> None:
+        """A renderer result reported ``tab`` open at ``generation``."""
+        self._refs.note_generation(tab, generation)
+        if self._closed_tabs:
+            self._closed_tabs.pop(tab, None)
 
     def _captured_handles(self, txn: Transaction, tab_id: str | None) -> dict[str, str]:
         """The renderer handles behind a ref-bearing extension's ``refArguments`` (§6 rules, before any
@@ -558,6 +600,7 @@ class GatewayCore:
             if not isinstance(ref, str):
                 continue
             target = tab_id if tab_id is not None else (self._refs.owner(ref) or "")
+            self._refuse_closed(target)
             try:
                 handles[arg] = self._refs.resolve(ref, target)
             except RefError as exc:
@@ -722,7 +765,11 @@ class GatewayCore:
             recent.popitem(last=False)
 
     def _finish(self, txn: Transaction, envelope: JsonObject) -> JsonObject:
-        if envelope.get("mayHaveCompleted") and txn.tab_id is not None:
+        if (
+            envelope.get("mayHaveCompleted")
+            and txn.tab_id is not None
+            and txn.tab_id not in self._closed_tabs
+        ):
             self._reconcile.add(txn.tab_id)
         if txn.dispatched_mutation and (envelope.get("success") or envelope.get("mayHaveCompleted")):
             # What an undelivered response would leave the client ignorant of (advance "undelivered").
@@ -732,7 +779,7 @@ class GatewayCore:
                 tab = result.get("tabId")
             elif txn.method == "tabs.close" and envelope.get("success"):
                 tab = None
-            if isinstance(tab, str):
+            if isinstance(tab, str) and tab not in self._closed_tabs:
                 self._remember_mutation(txn.id, tab)
         txn.fire("finish")
         self._release(txn)
@@ -764,6 +811,11 @@ class GatewayCore:
             return rejected(exc.code, exc.message)
         if not isinstance(msg, dict):
             return rejected("INVALID_REQUEST", "advance takes a JSON object")
+        if "tabClosed" in msg:
+            tab = msg["tabClosed"]
+            if set(msg) != {"tabClosed"} or not isinstance(tab, str) or not tab:
+                return rejected("INVALID_REQUEST", 'a closed tab is reported as {"tabClosed": "<tabId>"}')
+            return {"step": "noted", "tabClosed": tab, "reconcileCleared": self._tab_gone(tab)}
         tid = msg.get("transaction")
         if not isinstance(tid, str):
             return rejected("INVALID_REQUEST", "advance needs a string 'transaction'")
@@ -860,13 +912,15 @@ class GatewayCore:
             if code not in results.PASSTHROUGH_CODES:
                 text = f"{text} (renderer code {code!r})" if code is not None else text
                 code = "RENDERER_FAILED"
+            elif code == "TAB_NOT_FOUND" and txn.tab_id is not None and txn.state != "inspecting":
+                self._tab_gone(txn.tab_id)  # the renderer says the tab does not exist: settle it as closed
             return self._fail_dispatch(txn, str(code), text, result)
         try:
             if txn.state == "inspecting":
                 return self._on_inspection(txn, result)
             if txn.state == "switching":
                 tab = results.field(result, "tabId", str, "switch-tab")
-                self._refs.note_generation(tab, results.field(result, "generation", int, "switch-tab"))
+                self._seen(tab, results.field(result, "generation", int, "switch-tab"))
                 return self._issue_main(txn, "dispatch")
             return self._on_main_result(txn, result)
         except Refusal as exc:
@@ -878,7 +932,7 @@ class GatewayCore:
     def _on_inspection(self, txn: Transaction, result: JsonObject) -> JsonObject:
         tabs = results.parse_tabs(result)
         for t in tabs:
-            self._refs.note_generation(t["tabId"], t["generation"])
+            self._seen(t["tabId"], t["generation"])
         active = next((t for t in tabs if t["active"]), None)
         if active is None:
             return self._finish(txn, failure(txn.request_id, "TAB_NOT_FOUND", "no tab is selected"))
@@ -940,7 +994,7 @@ class GatewayCore:
         (a snapshot's refs, id and generation filled in)."""
         refs = self._refs
         for tab, generation in shaped.generations:
-            refs.note_generation(tab, generation)
+            self._seen(tab, generation)
         if shaped.observed_tabs is not None:
             listed = set(shaped.observed_tabs)
             self._reconcile.clear()  # every open tab was just observed; unlisted ones are gone
@@ -1005,6 +1059,8 @@ class GatewayCore:
         """The host could not deliver transaction ``tid``'s response (its client went away): a dispatched
         mutation's tab becomes RECONCILE_REQUIRED, since the client never learnt what happened (§4)."""
         tab = self._recent_mutations.pop(tid, None)
+        if tab is not None and tab in self._closed_tabs:
+            tab = None  # closed since: there is nothing left to reconcile
         if tab is not None:
             self._reconcile.add(tab)
         return {"step": "noted", "transaction": tid, "reconcileRequired": tab}
@@ -1046,7 +1102,7 @@ class GatewayCore:
             envelope["error"]["message"] = f"{txn.method} {word}; it was read-only, nothing changed"
         if reason == "renderer-closed":
             return self._finish(txn, envelope)
-        if mutation and txn.tab_id is not None:
+        if mutation and txn.tab_id is not None and txn.tab_id not in self._closed_tabs:
             self._reconcile.add(txn.tab_id)
             self._remember_mutation(txn.id, txn.tab_id)
         pending: JsonObject = txn.pending or {}

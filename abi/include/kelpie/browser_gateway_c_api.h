@@ -154,6 +154,11 @@ KELPIE_GATEWAY_API char *kelpie_browser_gateway_next(KelpieBrowserGatewayRef gw,
  * Undelivered response (v1.1): {"transaction":T,"undelivered":true} says the caller never received T's
  * complete step (it disconnected). If T dispatched a mutation, that tab becomes RECONCILE_REQUIRED for
  * the next caller. Returns {"step":"noted","transaction":T,"reconcileRequired":<tab or null>}.
+ * Closed tab: {"tabClosed":"<tabId>"} says a tab is gone for good although no tabs.close went through the
+ * gateway (the host closed it to end stuck work, the page or the user closed it, its browser exited; for an
+ * exit, report before cancelling the pending dispatches). Its refs are forgotten and its RECONCILE_REQUIRED
+ * mark cleared: every later call naming it is TAB_NOT_FOUND. Returns
+ * {"step":"noted","tabClosed":<tab>,"reconcileCleared":<bool>}.
  */
 KELPIE_GATEWAY_API char *kelpie_browser_gateway_advance(KelpieBrowserGatewayRef gw, const char *result_json);
 

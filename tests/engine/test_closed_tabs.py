@@ -1,0 +1,142 @@
+"""Tabs that are gone (CONTRACT.md §4 RECONCILE_REQUIRED, §5 v1.1 bounded retirement, §6 refs;
+docs/contract-notes.md "Closed tabs"): a host reports a tab it closed itself (``advance {"tabClosed"}``),
+and a renderer's ``TAB_NOT_FOUND`` settles a tab the host did not report. Afterwards every call naming the
+tab agrees: ``TAB_NOT_FOUND`` with ``mayHaveCompleted:false``, never ``RECONCILE_REQUIRED`` for one native
+and ``TAB_NOT_FOUND`` for another. The real faults are provoked in tests/host/test_gone_tabs.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kelpie_gateway import Gateway
+
+from tests.engine.kit import FakeRenderer, admit, make, req, response, run
+from tests.engine.test_snapshot_pages import page, rest, snap
+
+
+class HostLikeRenderer(FakeRenderer):
+    """The fake renderer, answering a tab it does not have as the reference host does."""
+
+    def __call__(self, kind: str, step: dict[str, Any]) -> dict[str, Any]:
+        tab = step["params"].get("tabId")
+        if tab is not None and tab not in self.tabs:
+            self.calls.append((step["method"], step["params"]))
+            return {"success": False, "error": {"code": "TAB_NOT_FOUND", "message": f"no tab {tab!r}"},
+                    "mayHaveCompleted": False}
+        return super().__call__(kind, step)
+
+
+def _refs(gw: Gateway, renderer: FakeRenderer, tab: str = "A") -> list[str]:
+    env = response(run(gw, req("tab.snapshot", tabId=tab), renderer))
+    return [e["ref"] for e in env["result"]["elements"]]
+
+
+def _timed_out_navigate(gw: Gateway, tab: str = "A") -> dict[str, Any]:
+    """A navigate of ``tab`` cancelled at its deadline: an unknown outcome, the tab RECONCILE_REQUIRED."""
+    step = admit(gw, gw.begin(req("tab.navigate", rid=5, tabId=tab, url="http://127.0.0.1/slow", timeoutMs=1000)))
+    assert step["step"] == "dispatch"
+    env = response(gw.cancel({"transaction": step["transaction"], "reason": "timeout"}))
+    assert env["error"]["code"] == "TIMEOUT" and env["mayHaveCompleted"] is True
+    return step
+
+
+def _refused(env: dict[str, Any], code: str) -> None:
+    assert env["success"] is False and env["error"]["code"] == code, env
+    assert env["mayHaveCompleted"] is False, env
+
+
+def test_a_tab_the_host_closed_at_retirement_is_not_found_for_every_native() -> None:
+    """The fault of issue 16's 100k page: the host closes a tab whose script would not stop, reports it,
+    then retires the dispatch. Navigate, snapshot, click and screenshot of it all answer TAB_NOT_FOUND."""
+    renderer = HostLikeRenderer()
+    gw = make()
+    refs = _refs(gw, renderer)
+    step = _timed_out_navigate(gw)
+    renderer.tabs.pop("A")  # the host closed the tab's target ...
+    noted = gw.advance({"tabClosed": "A"})  # ... and says so
+    assert noted == {"step": "noted", "tabClosed": "A", "reconcileCleared": True}
+    assert gw.advance({"transaction": step["transaction"], "retire": "renderer-closed"})["step"] == "retired"
+    _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "TAB_NOT_FOUND")
+    _refused(response(run(gw, req("tab.snapshot", tabId="A"), renderer)), "TAB_NOT_FOUND")
+    _refused(response(run(gw, req("tab.screenshot", tabId="A"), renderer)), "TAB_NOT_FOUND")
+    dispatched = len(renderer.calls)
+    click = response(run(gw, req("tab.click", tabId="A", ref=refs[0]), renderer))
+    _refused(click, "TAB_NOT_FOUND")  # not STALE_SNAPSHOT: a snapshot of that tab cannot help
+    assert "closed" in click["error"]["message"]
+    assert len(renderer.calls) == dispatched  # refused before anything was dispatched
+    # The other tab is untouched, and a mark on it is not cleared by A's close.
+    assert response(run(gw, req("tab.navigate", tabId="B", url="http://127.0.0.1/b"), renderer))["success"]
+
+
+def test_without_a_report_the_first_tab_not_found_settles_the_mark() -> None:
+    """A host that does not report closes (the C, Kotlin, Swift hosts of older builds): the snapshot the
+    RECONCILE_REQUIRED message asks for answers TAB_NOT_FOUND, and that observation settles the tab, so
+    the agent is not sent round in a loop (navigate: reconcile, snapshot: not found, navigate: reconcile …)."""
+    renderer = HostLikeRenderer()
+    gw = make()
+    _refs(gw, renderer)
+    step = _timed_out_navigate(gw)
+    gw.advance({"transaction": step["transaction"], "retire": "renderer-closed"})
+    renderer.tabs.pop("A")
+    _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "RECONCILE_REQUIRED")
+    _refused(response(run(gw, req("tab.snapshot", tabId="A"), renderer)), "TAB_NOT_FOUND")
+    _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "TAB_NOT_FOUND")
+
+
+def test_an_unknown_outcome_finishing_after_the_close_does_not_mark_the_gone_tab() -> None:
+    """Browser exit: the host reports every tab closed, then the pending click is cancelled renderer-closed.
+    The click is still an unknown outcome (it may have run), but its tab is gone: nothing to reconcile."""
+    renderer = HostLikeRenderer()
+    gw = make()
+    ref = _refs(gw, renderer)[0]
+    step = admit(gw, gw.begin(req("tab.click", rid=3, tabId="A", ref=ref)))
+    assert step["step"] == "dispatch"
+    renderer.tabs.clear()
+    for tab in ("A", "B"):
+        assert gw.advance({"tabClosed": tab})["reconcileCleared"] is False
+    env = response(gw.cancel({"transaction": step["transaction"], "reason": "renderer-closed"}))
+    assert env["error"]["code"] == "RENDERER_FAILED" and env["mayHaveCompleted"] is True
+    assert gw.advance({"transaction": step["transaction"], "undelivered": True})["reconcileRequired"] is None
+    _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "TAB_NOT_FOUND")
+
+
+def test_a_tab_reported_again_is_an_ordinary_tab() -> None:
+    """A host that reuses ids: once a result reports the id open again, it is a tab like any other (its
+    new snapshot's refs work, an unknown outcome on it needs a reconcile again)."""
+    renderer = HostLikeRenderer()
+    gw = make()
+    _refs(gw, renderer)
+    renderer.tabs.pop("A")
+    gw.advance({"tabClosed": "A"})
+    renderer.tabs["A"] = {"generation": 1, "url": "http://127.0.0.1/A", "title": "A"}
+    assert response(run(gw, req("tabs.list"), renderer))["success"]
+    ref = _refs(gw, renderer)[0]
+    assert response(run(gw, req("tab.click", tabId="A", ref=ref), renderer))["success"]
+    _timed_out_navigate(gw)
+    # the cancelled navigate still awaits retirement; a new mutation is BUSY first, then reconcile
+    step = gw.next()
+    gw.advance({"transaction": step["awaitingRetirement"]["transaction"], "retire": "renderer-closed"})
+    _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "RECONCILE_REQUIRED")
+
+
+def test_a_cursor_or_scope_of_a_closed_tab_is_not_found() -> None:
+    gw = make()
+    env = snap(gw, page(1, 1, rest(1, 1)))
+    cursor, ref = env["result"]["next"], env["result"]["elements"][0]["ref"]
+    gw.advance({"tabClosed": "A"})
+    _refused(response(gw.begin(req("tab.snapshot", tabId="A", cursor=cursor))), "TAB_NOT_FOUND")
+    _refused(response(gw.begin(req("tab.snapshot", tabId="A", scope=ref))), "TAB_NOT_FOUND")
+
+
+def test_malformed_tab_closed_reports_are_rejected_and_change_nothing() -> None:
+    renderer = HostLikeRenderer()
+    gw = make()
+    _refs(gw, renderer)
+    step = _timed_out_navigate(gw)
+    gw.advance({"transaction": step["transaction"], "retire": "renderer-closed"})
+    for bad in ({"tabClosed": ""}, {"tabClosed": 3}, {"tabClosed": None}, {"tabClosed": "A", "transaction": "t1"},
+                {"tabClosed": "A", "extra": 1}):
+        answer = gw.advance(bad)
+        assert answer["step"] == "rejected" and answer["error"]["code"] == "INVALID_REQUEST", (bad, answer)
+    assert gw.advance('{"tabClosed": ["A"]}')["step"] == "rejected"
+    _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "RECONCILE_REQUIRED")
