@@ -13,6 +13,7 @@ a ``--via-abi`` host (every transaction through the C library), like the site-po
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -73,7 +74,13 @@ class World:
 @pytest.fixture(scope="module")
 def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     mode = request.param
-    tmp = tmp_path_factory.mktemp(f"tunnel-{mode}")
+    with tunnel_world(tmp_path_factory.mktemp(f"tunnel-{mode}"), mode) as made:
+        yield made
+
+
+@contextlib.contextmanager
+def tunnel_world(tmp: Path, mode: str, *extra: str) -> Iterator[World]:
+    """A broker and a host attached to it (``extra``: more ``serve`` flags), stopped afterwards."""
     token = secrets.token_urlsafe(32)
     token_file = tmp / "broker-token"
     token_file.write_text(token + "\n", encoding="utf-8")
@@ -85,7 +92,7 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     process: HostProcess | None = None
     args = ["--approve-pairing", "auto", "--connect", broker.url, "--connect-token-file", str(token_file),
             "--connect-backoff-max", "1", "--audit-log", str(audit), "--viewport", "2560x1440",
-            "--blocked-origins", "http://127.0.0.2:*"]
+            "--blocked-origins", "http://127.0.0.2:*", *extra]
     try:
         process = start_host(args, mode)
         host = Host(process, process.pair("local-http-client"), mode)
@@ -593,3 +600,45 @@ def test_mcp_over_stdio_with_a_tunnel_shares_one_gateway(tmp_path: Path) -> None
     finally:
         brokers.run(broker.stop())
         brokers.close()
+
+
+def test_a_call_dropped_while_the_browser_is_relaunched_is_not_run(tmp_path: Path) -> None:
+    """Chromium exits and its relaunch is slow (an executable that sleeps 4 s first); a tabs.open over the
+    tunnel waits for it, and the broker drops the socket meanwhile. Nothing was sent to a browser, so the
+    call is CANCELLED with mayHaveCompleted:false (audited as a refusal) and no tab is opened once the
+    browser is back. Before, it was cancelled as a dispatched mutation (an unknown outcome) and still ran
+    after the relaunch: a tab its caller never learnt of (docs/contract-notes.md, "Calls abandoned before
+    they ran")."""
+    from test_chaos import WORKS, chromium_processes, executable, kill, until
+
+    wrapper = executable(tmp_path / "chromium", WORKS)
+    with tunnel_world(tmp_path, "python", "--browser-executable", str(wrapper)) as world:
+        wanted = world.host.site("second.html")
+
+        async def body() -> None:
+            peer, _ = await attach(world)
+            assert (await bc(world, "tabs.list", {}))["success"]
+            executable(wrapper, '#!/bin/sh\nsleep 4\nexec /usr/bin/chromium "$@"\n')
+            kill(chromium_processes(world.host)[0])
+            line = await asyncio.get_running_loop().run_in_executor(
+                None, world.process.wait_for_line, "browser exited", 30)
+            assert line is not None
+            opening = asyncio.ensure_future(bc(world, "tabs.open", {"url": wanted}))
+            await asyncio.sleep(1.0)  # the call waits for the browser
+            await peer.ws.close(code=1011, message=b"broker lost the agent")
+            with pytest.raises(ConnectionError):
+                await opening
+
+        world.run(body())
+
+        def listed() -> list[dict[str, Any]] | None:
+            env = world.host.call("tabs.list")
+            return env["result"]["tabs"] if env["success"] else None
+
+        until(lambda: listed() is not None, 60, poll_s=0.5)
+        assert world.process.wait_for_line("browser relaunched", 10)
+        cancelled = world.wait_audit(lambda a: a["method"] == "tabs.open" and a["code"] == "CANCELLED")
+        assert cancelled["outcome"] == "refused" and cancelled["mayHaveCompleted"] is False, cancelled
+        assert world.process.wait_for_line("not run: its caller went away before it was run", 5)
+        tabs = listed()
+        assert tabs is not None and not any(t["url"] == wanted for t in tabs), tabs  # nothing was opened

@@ -42,6 +42,10 @@ class HeldRenderer:
     def on_gone(self, listener: Any) -> None:
         """This fake never crashes nor exits, so it never calls ``listener``."""
 
+    def available(self) -> None:
+        """This fake's browser never goes away: nothing to wait for."""
+        return None
+
 
 def run(coro: Any) -> Any:
     brokers = BrokerThread()

@@ -246,6 +246,15 @@ async def start_stack(
         if gateway_box:
             gateway_box[0].invalidate_refs(tab_id)
 
+    def closed(tab_id: str) -> None:
+        """A tab is gone for good: the gateway forgets it, so every call naming it is TAB_NOT_FOUND."""
+        if gateway_box:
+            noted = gateway_box[0].advance({"tabClosed": tab_id})
+            if noted.get("reconcileCleared"):
+                log(
+                    f"tab {tab_id} is closed: its RECONCILE_REQUIRED mark is void (calls naming it: TAB_NOT_FOUND)"
+                )
+
     try:
         site_runner = QuietAppRunner(site_app(site_root))
         await site_runner.setup()
@@ -258,6 +267,7 @@ async def start_stack(
             chromium = ChromiumRenderer(
                 executable=find_chromium(opts.browser_executable),
                 on_invalidate=invalidate,
+                on_closed=closed,
                 log=log,
                 guard=guard,
                 viewport=None if opts.viewport is None else _viewport(opts.viewport),

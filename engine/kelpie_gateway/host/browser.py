@@ -18,7 +18,9 @@ never raises: it returns the native result ``{"success": true, ...}`` or
   its own bundle when the world lacks it), and a context that vanished in between is created again
   (docs/host.md "Fixed scripts: one world per document").
 * The browser side calls ``on_invalidate(tab_id)`` (= ``gateway.invalidate_refs``) on main-frame
-  navigation, tab close and renderer crash.
+  navigation, tab close and renderer crash, and ``on_closed(tab_id)`` (= ``gateway.advance({"tabClosed"})``)
+  once when a tab is gone for good: closed by a client, by the page, by the host ending stuck work
+  (:meth:`close_target`), or with its browser.
 * JavaScript dialogs are never auto-dismissed: ``page.on("dialog")`` keeps the open dialog per tab, and
   the ``dialog-observe`` / ``dialog-accept`` / ``dialog-dismiss`` endpoints (the host's recovery
   extensions) answer it while a command that opened it is still outstanding. A dialog nobody handles is
@@ -32,9 +34,10 @@ never raises: it returns the native result ``{"success": true, ...}`` or
   (reported by ``get-tabs``; evaluate and screenshot refuse it with nothing run) and tells the listener
   registered with :meth:`ChromiumRenderer.on_gone` at once; ``navigate`` recovers the tab in a fresh page
   under the same tab id (generation bumped), ``close-tab`` closes it. If Chromium exits, the listener
-  hears ``None``; the relaunch starts at once and the next call waits for it (new tabs, every ref
-  invalidated, one log line), or answers ``BROWSER_UNAVAILABLE`` with ``mayHaveCompleted:false`` when
-  Chromium cannot be started (each later call tries again). An attached browser (``cdp_endpoint``) is
+  hears ``None`` (after every tab was reported closed to ``on_closed``); the relaunch starts at once and
+  the next call waits for it through :meth:`available` (new tabs, every ref invalidated, one log line),
+  within the call's own deadline, or answers ``BROWSER_UNAVAILABLE`` with ``mayHaveCompleted:false`` when
+  Chromium cannot be started or is not back by then (each later call tries again). An attached browser (``cdp_endpoint``) is
   never started by the host: it is reattached at the same endpoint instead, and until it answers there
   again every call is ``BROWSER_UNAVAILABLE`` (``mayHaveCompleted:false``). :meth:`stop_script`
   (CDP ``Runtime.terminateExecution``) and :meth:`close_target` end a script that never yields.
@@ -123,6 +126,14 @@ class Renderer(Protocol):
 
     def on_gone(self, listener: Gone) -> None: ...
 
+    def available(self) -> Awaitable[JsonObject | None] | None:
+        """None when a browser is there to run a call; else an awaitable that brings one back (a relaunch
+        or reattach after the browser exited) and resolves to None once it is back, or to the
+        ``BROWSER_UNAVAILABLE`` result (``mayHaveCompleted:false``) when it cannot be. The driver awaits it
+        before starting a call, so it knows whether anything could have run (docs/contract-notes.md,
+        "Reference host: closed tabs and a missing browser")."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -146,6 +157,9 @@ class NoRenderer:
         return False
 
     def on_gone(self, listener: Gone) -> None:
+        return None
+
+    def available(self) -> Awaitable[JsonObject | None] | None:
         return None
 
     async def close(self) -> None:
@@ -200,6 +214,7 @@ class ChromiumRenderer:
         executable: str | None,
         on_invalidate: Callable[[str], None],
         log: Callable[[str], None],
+        on_closed: Callable[[str], None] | None = None,
         dialog_timeout_s: float = 60.0,
         guard: RedirectGuard | None = None,
         viewport: Mapping[str, int] | None = None,
@@ -213,6 +228,7 @@ class ChromiumRenderer:
         self.cdp_endpoint = cdp_endpoint
         self.executable = executable
         self.on_invalidate = on_invalidate
+        self.on_closed = on_closed
         self.log = log
         self.dialog_timeout_s = dialog_timeout_s
         self.guard = guard
@@ -360,6 +376,7 @@ class ChromiumRenderer:
         for tab in tabs:
             self._clear_dialog(tab)
             self.on_invalidate(tab.tab_id)
+            self._report_closed(tab.tab_id)  # before the pending work is cancelled: nothing to reconcile
         self._tell_gone(None)
         # Start at once so the next request finds a browser; if this fails, the next request tries again.
         task = asyncio.ensure_future(self._relaunch(eager=True))
@@ -405,6 +422,12 @@ class ChromiumRenderer:
                 f"new tabs {', '.join(self._tabs)}, refs invalidated"
             )
             return None
+
+    def available(self) -> Awaitable[JsonObject | None] | None:
+        """See :meth:`Renderer.available`: None while the browser is up; after it exited, the relaunch (or
+        reattach) — the one already under way, or a new attempt, or at once the last failure's answer
+        within :data:`RELAUNCH_BACKOFF_S` of it."""
+        return self._relaunch() if self._browser_lost else None
 
     async def stop_script(self, tab_id: str | None) -> bool:
         """CDP ``Runtime.terminateExecution`` on ``tab_id``'s target: ends the JavaScript running there
@@ -554,12 +577,24 @@ class ChromiumRenderer:
         self.log(f"tab {tab.tab_id} recovered from its crash in a new page")
 
     def _on_close(self, tab: Tab) -> None:
-        self._tabs.pop(tab.tab_id, None)
+        known = self._tabs.get(tab.tab_id) is tab
+        if known:
+            del self._tabs[tab.tab_id]
         self._by_page.pop(id(tab.page), None)
         self._clear_dialog(tab)
         if self._selected == tab.tab_id:
             self._selected = next(iter(self._tabs), None)
         self.on_invalidate(tab.tab_id)
+        if known:
+            self._report_closed(tab.tab_id)
+
+    def _report_closed(self, tab_id: str) -> None:
+        """Tell the gateway that ``tab_id`` is gone for good (closed by anyone, or its browser exited)."""
+        if self.on_closed is not None:
+            try:
+                self.on_closed(tab_id)
+            except Exception as exc:  # a listener bug must not break the browser's event handling
+                self.log(f"tab-closed listener failed: {type(exc).__name__}: {_short(exc)}")
 
     def _on_dialog(self, tab: Tab, dialog: Dialog) -> None:
         self._clear_dialog(tab)
@@ -595,10 +630,13 @@ class ChromiumRenderer:
         handler = self._handlers.get(method)
         if handler is None:
             return fail("RENDERER_FAILED", f"this host has no native endpoint {method!r}")
-        if self._browser_lost:
-            refused = await self._relaunch()
-            if refused is not None:
-                return refused
+        if self._browser_lost:  # it exited after :meth:`available` said it was there: nothing is run
+            what = "reattaches to" if self.cdp_endpoint else "starts"
+            return fail(
+                "BROWSER_UNAVAILABLE",
+                f"the browser exited just before this call; nothing was run; the host {what} it on the next call",
+                mayHaveCompleted=False,
+            )
         try:
             return await handler(params)
         except PlaywrightError as exc:

@@ -26,6 +26,11 @@ Liveness (CONTRACT.md §5 "Retirement is bounded", ARCHITECTURE.md host rules 1.
   reports ``{"transaction","retire":"renderer-closed"}``. A crash or browser exit retires it at once.
 * A response the HTTP layer could not deliver is reported with :meth:`Driver.undelivered` (the gateway
   then requires a reconcile of the mutated tab).
+* Before a call starts, a browser that exited is awaited (``Renderer.available``: its relaunch or
+  reattach) within the dispatch's own deadline; if it cannot start or is not back in time, or the
+  transport gave up meanwhile, the dispatch is answered as *not run* (``BROWSER_UNAVAILABLE`` or
+  ``CANCELLED`` with ``mayHaveCompleted:false``), never cancelled as an unknown outcome: nothing was sent
+  to a browser (CONTRACT.md §5 "A request that nothing could have run").
 
 Authorization policy (the host's "existing policy", CONTRACT.md §5): every bearer on this host was paired
 by the operator from loopback, so a paired client is admitted for every advertised method; the site policy
@@ -38,7 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -79,6 +84,9 @@ class _Inflight:
 
     tab: str | None
     preempt: asyncio.Future[JsonObject]
+
+
+_ABANDONED = "its caller went away before it was run; nothing was run"
 
 
 def _internal_envelope(message: str) -> JsonObject:
@@ -265,12 +273,13 @@ class Driver:
                 self._log_complete(step, target, started)
                 return step
             if kind in ("authorize", "dispatch") and abandon is not None and abandon.abandoned:
-                # Given up before this step ran: cancel it. A dispatch that was never started has no late
-                # reply to wait for, so it is retired at once (its outcome still counts as unknown).
-                transaction = step["transaction"]
-                step = self.gateway.cancel({"transaction": transaction, "reason": "cancelled"})
-                if kind == "dispatch":
-                    self.gateway.advance({"transaction": transaction, "retire": "renderer-closed"})
+                # Given up before this step ran: an authorization is cancelled; a dispatch that was never
+                # started is answered as not run (CANCELLED, mayHaveCompleted:false): nothing was sent to
+                # the browser, so its tab needs no reconcile.
+                if kind == "authorize":
+                    step = self.gateway.cancel({"transaction": step["transaction"], "reason": "cancelled"})
+                else:
+                    step = self._not_run(step, fail("CANCELLED", _ABANDONED, mayHaveCompleted=False))
                 continue
             if kind == "authorize":
                 target = step.get("target") or target
@@ -306,6 +315,22 @@ class Driver:
             # that fails lets the call through, which answers BROWSER_UNAVAILABLE with nothing sent.
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._ready)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        coming = self.renderer.available()
+        if coming is not None:
+            # The browser exited: wait (within this dispatch's deadline) for the relaunch. Until a browser
+            # is there nothing can run, so a relaunch that fails or is not back in time is answered
+            # BROWSER_UNAVAILABLE with mayHaveCompleted:false — never a TIMEOUT of unknown outcome.
+            refused = await self._browser_back(coming, deadline, timeout_ms, abandon)
+            if refused is not None:
+                return self._not_run(step, refused)
+            left_ms = max(1, int((deadline - loop.time()) * 1000))
+            if isinstance(params, Mapping) and "timeoutMs" in params:
+                params = {**params, "timeoutMs": left_ms}  # the browser's own timeouts: what is left
+            timeout_ms = left_ms
+        if abandon is not None and abandon.abandoned:  # gone while the browser was awaited: do not start it
+            return self._not_run(step, fail("CANCELLED", _ABANDONED, mayHaveCompleted=False))
         flight = _Inflight(tab if isinstance(tab, str) else None, asyncio.get_running_loop().create_future())
         self._inflight[transaction] = flight
         call = asyncio.ensure_future(self._call(method, params))
@@ -314,7 +339,7 @@ class Driver:
             waits: set[asyncio.Future[Any]] = {call, flight.preempt}
             if gave_up is not None:
                 waits.add(gave_up)
-            await asyncio.wait(waits, timeout=timeout_ms / 1000, return_when=FIRST)
+            await asyncio.wait(waits, timeout=max(0.0, deadline - loop.time()), return_when=FIRST)
         finally:
             del self._inflight[transaction]
             if gave_up is not None:
@@ -339,6 +364,57 @@ class Driver:
             self._late.add(watch)
             watch.add_done_callback(self._late.discard)
         return answer
+
+    def _not_run(self, step: Mapping[str, Any], result: JsonObject) -> JsonObject:
+        """Answer dispatch ``step`` with ``result``, a failure saying nothing was run
+        (``mayHaveCompleted:false``): the host never called the native endpoint."""
+        self.log(
+            f"{step.get('method')} in transaction {step['transaction']} not run: {result['error']['message']}"
+        )
+        return self.gateway.advance(
+            {"transaction": step["transaction"], "seq": step["seq"], "result": result}
+        )
+
+    async def _browser_back(
+        self,
+        coming: Awaitable[JsonObject | None],
+        deadline: float,
+        timeout_ms: int,
+        abandon: Abandon | None,
+    ) -> JsonObject | None:
+        """Wait for the renderer's relaunch (``coming``, see ``Renderer.available``) until ``deadline``;
+        None once a browser is there, else the not-run result to answer the dispatch with. The relaunch
+        itself goes on when the deadline passes (a later call finds the browser)."""
+        back = asyncio.ensure_future(coming)
+        self._late.add(back)
+        back.add_done_callback(self._late.discard)
+        back.add_done_callback(lambda done: done.cancelled() or done.exception())
+        gave_up = asyncio.ensure_future(abandon.wait()) if abandon is not None else None
+        try:
+            waits: set[asyncio.Future[Any]] = {back} if gave_up is None else {back, gave_up}
+            timeout = max(0.0, deadline - asyncio.get_running_loop().time())
+            await asyncio.wait(waits, timeout=timeout, return_when=FIRST)
+        finally:
+            if gave_up is not None:
+                gave_up.cancel()
+        if back.done():
+            if back.cancelled() or back.exception() is not None:  # the renderer promises not to raise
+                return fail(
+                    "BROWSER_UNAVAILABLE",
+                    "the browser could not be started again; nothing was run",
+                    mayHaveCompleted=False,
+                )
+            answer = back.result()
+            if answer is not None or abandon is None or not abandon.abandoned:
+                return answer
+        if abandon is not None and abandon.abandoned:
+            return fail("CANCELLED", _ABANDONED, mayHaveCompleted=False)
+        return fail(
+            "BROWSER_UNAVAILABLE",
+            f"the browser exited and is being started again; it was not back within this call's {timeout_ms} ms "
+            "deadline, so nothing was run: try again",
+            mayHaveCompleted=False,
+        )
 
     async def _call(self, method: str, params: Mapping[str, Any]) -> JsonObject:
         try:
