@@ -914,6 +914,11 @@ class GatewayCore:
                 code = "RENDERER_FAILED"
             elif code == "TAB_NOT_FOUND" and txn.tab_id is not None and txn.state != "inspecting":
                 self._tab_gone(txn.tab_id)  # the renderer says the tab does not exist: settle it as closed
+            if result.get("crashed") is True and txn.tab_id is not None and txn.state != "inspecting":
+                # The tab was observed with its renderer crashed (as tabs.list reports it): the document an
+                # unknown action ran in is gone, so a RECONCILE_REQUIRED mark is settled and tab.navigate
+                # can recover the tab (docs/contract-notes.md "Crashed tabs").
+                self._reconcile.discard(txn.tab_id)
             return self._fail_dispatch(txn, str(code), text, result)
         try:
             if txn.state == "inspecting":

@@ -140,3 +140,27 @@ def test_malformed_tab_closed_reports_are_rejected_and_change_nothing() -> None:
         assert answer["step"] == "rejected" and answer["error"]["code"] == "INVALID_REQUEST", (bad, answer)
     assert gw.advance('{"tabClosed": ["A"]}')["step"] == "rejected"
     _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "RECONCILE_REQUIRED")
+
+
+def test_a_read_refused_because_the_renderer_crashed_settles_the_mark() -> None:
+    """Crashed tabs (docs/contract-notes.md): the snapshot RECONCILE_REQUIRED asks for is refused
+    ``crashed: true``; that observation settles the mark, so tab.navigate can recover the tab. A failure
+    without the fact settles nothing."""
+    renderer = HostLikeRenderer()
+    gw = make()
+    _refs(gw, renderer)
+    step = _timed_out_navigate(gw)
+    gw.advance({"transaction": step["transaction"], "retire": "renderer-closed"})
+
+    def read(result: dict[str, Any]) -> dict[str, Any]:
+        snap = admit(gw, gw.begin(req("tab.snapshot", tabId="A")))
+        return response(gw.advance({"transaction": snap["transaction"], "seq": snap["seq"], "result": result}))
+
+    failed = {"success": False, "error": {"code": "RENDERER_FAILED", "message": "the script threw"},
+              "mayHaveCompleted": False}
+    _refused(read(failed), "RENDERER_FAILED")
+    _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "RECONCILE_REQUIRED")
+    crashed = {**failed, "error": {"code": "RENDERER_FAILED", "message": "the renderer of tab A crashed"},
+               "crashed": True}
+    _refused(read(crashed), "RENDERER_FAILED")
+    assert response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer))["success"]

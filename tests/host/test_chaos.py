@@ -762,6 +762,29 @@ def closed_by_retirement_is_not_found(host: Host) -> None:
     host.call("tabs.close", {"tabId": other})
 
 
+def test_a_tab_whose_renderer_crashed_mid_click_recovers_by_navigate_after_a_snapshot(host: Host) -> None:
+    """The click pending when the renderer crashed is an unknown outcome, so a navigate is first refused
+    RECONCILE_REQUIRED; the snapshot that refusal asks for answers RENDERER_FAILED "crashed", and that
+    observation settles it: the navigate the crash refusal names as the recovery then works. Before, the
+    navigate stayed RECONCILE_REQUIRED after the snapshot (a loop), until a tabs.list."""
+    tab, _refs, killed = kill_mid_click(host, lambda: chromium_processes(host)[1])
+    again = {"tabId": tab, "url": host.site("index.html")}
+    refused(host.call("tab.navigate", again), "RECONCILE_REQUIRED")
+
+    def observed_crashed() -> bool:
+        snap = host.call("tab.snapshot", {"tabId": tab})
+        refused(snap, "RENDERER_FAILED")
+        return "crashed" in snap["error"]["message"]  # the host has heard of the crash (at once, as a rule)
+
+    until(observed_crashed, 10)
+    nav = host.call("tab.navigate", again)
+    assert nav["success"] and nav["result"]["tabId"] == tab, nav
+    record("renderer killed mid-click: snapshot, navigate", time.monotonic() - killed)
+    snap = host.call("tab.snapshot", {"tabId": tab})
+    assert snap["success"] and snap["result"]["title"], snap
+    close_all_tabs(host)
+
+
 def test_the_tab_of_a_browser_that_was_killed_mid_click_is_not_found_for_every_native(host: Host) -> None:
     """The click pending when Chromium died is an unknown outcome, but its tab died with the browser: after
     the relaunch a navigate of it is TAB_NOT_FOUND like a snapshot (was RECONCILE_REQUIRED until a tabs.list),

@@ -661,6 +661,7 @@ class ChromiumRenderer:
                 "RENDERER_FAILED",
                 f"the renderer of tab {tab.tab_id} crashed; tab.navigate or tabs.close recovers it",
                 mayHaveCompleted=False,
+                crashed=True,  # an observation of the tab: settles RECONCILE_REQUIRED (contract-notes.md)
             )
         return tab
 
