@@ -68,6 +68,8 @@ _REF_METHODS: Final = frozenset({"tab.click", "tab.type"})
 _TEXT: Final = (str, bytes, bytearray, memoryview)
 """JSON text arguments (a tuple: ``isinstance`` with a ``X | Y`` union builds the union on every call)."""
 _ID_TYPES: Final = (str, int, float)
+_RAW: Final = object()
+"""``_hint_params`` before validation: an early refusal's audit hashes the request's own params."""
 
 
 class Frontend(Protocol):
@@ -105,7 +107,10 @@ _CANONICAL: Final = _Canonical()
 
 
 def _pend(txn: Transaction, step: PendingStep) -> PendingStep:
-    step.json = jsonio.dumps(step)
+    try:
+        step.json = orjson.dumps(step)
+    except orjson.JSONEncodeError:  # lone surrogates from a Python caller: repaired (jsonio.dumps)
+        step.json = jsonio.dumps(step)
     txn.pending = step
     return step
 
@@ -122,7 +127,10 @@ def step_json(step: JsonObject) -> bytes:
     """What the C ABI returns: the step's JSON text (a pending step's was made when it was issued)."""
     if type(step) is PendingStep:
         return step.json
-    return jsonio.dumps(step)
+    try:
+        return orjson.dumps(step)
+    except orjson.JSONEncodeError:  # lone surrogates (from a Python caller's strings): repaired
+        return jsonio.dumps(step)
 
 
 _DIGESTS: dict[bytes, str] = {}
@@ -177,14 +185,21 @@ class GatewayCore:
         self._grace_s = self._config.retirement_grace_ms / 1000.0
         self._closed = False
         self._working: Transaction | None = None
-        self._audit_hint: tuple[str | None, str | None, Any] = (None, None, None)
+        # What the audit of an early refusal describes (``_early_audit``): the parsed request of the begin
+        # in progress and, once validated, its normalized params (``_RAW``: not validated, use its own).
+        self._hint: Any = None
+        self._hint_params: Any = _RAW
         self._natives = natives.Context(self._key, self._refs.resolve, self._refs.resume)
         self._direct_watcher: Callable[[bool], None] | None = None
 
     # ================================================================== public API
     def begin(self, request: Mapping[str, Any] | str | bytes) -> JsonObject:
         """Start a canonical transaction (§5). Returns an ``authorize``, ``dispatch`` or ``complete`` step."""
-        return _own(self._begin_step(request, _CANONICAL))
+        step = self._begin_step(request, _CANONICAL)
+        if type(step) is PendingStep:  # _own, inlined: the caller gets its own copy
+            copied: JsonObject = orjson.loads(step.json)
+            return copied
+        return step
 
     def begin_with(self, message: Any, frontend: Frontend) -> JsonObject:
         """Start a transaction from ``message`` through ``frontend`` (the canonical JSON one for
@@ -194,17 +209,20 @@ class GatewayCore:
         return _own(self._begin_step(message, frontend))
 
     def _begin_step(self, message: Any, frontend: Frontend) -> JsonObject:
-        with self._lock:
+        lock = self._lock  # acquire/release: cheaper than a with block on the hot path
+        lock.acquire()
+        try:
             self._refs.drain()
-            try:
-                if frontend is _CANONICAL:
-                    return self._begin_raw(message)
-                return frontend.translate(self, message)
-            except Exception as exc:  # a bug: report it, keep the gateway usable
-                envelope, render = frontend.internal_error(message, exc)
-                return self.complete_now(envelope, render)
-            finally:
-                self._audit_hint = (None, None, None)
+            if frontend is _CANONICAL:
+                return self._begin_raw(message)
+            return frontend.translate(self, message)
+        except Exception as exc:  # a bug: report it, keep the gateway usable
+            envelope, render = frontend.internal_error(message, exc)
+            return self.complete_now(envelope, render)
+        finally:
+            self._hint = None
+            self._hint_params = _RAW
+            lock.release()
 
     def next(self, transaction: str | None = None) -> JsonObject:
         """Re-read the pending step of ``transaction`` (None = the direct lane) without changing anything.
@@ -253,16 +271,23 @@ class GatewayCore:
         (answer ``noted`` with ``reconcileRequired``) and ``{"tabClosed": tabId}``, a tab gone for good
         without a ``tabs.close`` through the gateway (answer ``{"step":"noted","tabClosed","reconcileCleared"}``;
         every later call naming it is TAB_NOT_FOUND: §4, §6; docs/contract-notes.md "Closed tabs")."""
-        return _own(self._advance_step(result))
+        step = self._advance_step(result)
+        if type(step) is PendingStep:  # _own, inlined: the caller gets its own copy
+            copied: JsonObject = orjson.loads(step.json)
+            return copied
+        return step
 
     def _advance_step(self, result: Any) -> JsonObject:
-        with self._lock:
-            self._refs.drain()
+        lock = self._lock
+        lock.acquire()
+        try:
             self._working = None
-            try:
-                return self._advance(result)
-            except Exception as exc:
-                return self._abort(exc)
+            self._refs.drain()
+            return self._advance(result)
+        except Exception as exc:
+            return self._abort(exc)
+        finally:
+            lock.release()
 
     def cancel(self, cancel: Mapping[str, Any] | str | bytes) -> JsonObject:
         """Cancel ``{"transaction","reason": "timeout"|"cancelled"|"renderer-closed"}`` (§5).
@@ -374,7 +399,7 @@ class GatewayCore:
         """A transaction refused (or answered) before it took a lane: one ``complete`` step, seq 1, whose
         audit names ``method``. Only from a frontend's ``translate``."""
         return self._complete_step(
-            txn_id or self._new_id(), 1, envelope, render, self._audit(None, envelope, method)
+            txn_id or self._new_id(), 1, envelope, render, self._early_audit(envelope, method)
         )
 
     def cancel_request(self, request_id: Any) -> JsonObject | None:
@@ -385,7 +410,7 @@ class GatewayCore:
         matches = [
             t
             for t in self._by_id.values()
-            if t.plan.get("mcp")
+            if t.mcp
             and t.accepts("cancel")
             and type(t.request_id) is type(request_id)
             and t.request_id == request_id
@@ -401,6 +426,13 @@ class GatewayCore:
         return f"t{self._counter}"
 
     def _begin_raw(self, request: Any, render: Render | None = None) -> JsonObject:
+        if type(request) is bytes and len(request) <= jsonio.MAX_REQUEST_BYTES:  # the C ABI's usual input
+            try:
+                parsed = orjson.loads(request)
+            except orjson.JSONDecodeError:
+                pass  # jsonio.loads words the refusal
+            else:
+                return self._begin_parsed(parsed, render)
         if isinstance(request, _TEXT):
             try:
                 request = jsonio.loads(request)
@@ -420,20 +452,14 @@ class GatewayCore:
 
     def _begin_parsed(self, request: Any, render: Render | None) -> JsonObject:
         """Run a parsed canonical request (also the entry point of the MCP translation)."""
-        # What the audit of an early refusal shows: the method and tab the request named, if readable.
-        named = request.get("method") if isinstance(request, dict) else None
-        params_in = request.get("params") if isinstance(request, dict) else None
-        tab_named = params_in.get("tabId") if isinstance(params_in, dict) else None
-        self._audit_hint = (
-            named if isinstance(named, str) and named in METHODS else None,
-            tab_named if isinstance(tab_named, str) else None,
-            params_in,
-        )
+        # What the audit of an early refusal shows: the method and tab the request named, if readable
+        # (worked out by ``_early_audit`` only when a refusal needs it).
+        self._hint = request
         if self._closed:
             return self.complete_now(failure(None, "INVALID_REQUEST", "this gateway is closed"), render)
         try:
             rid, method, name, params = validate_request(request)
-            self._audit_hint = (*self._audit_hint[:2], params)  # normalized: defaults filled in
+            self._hint_params = params  # normalized: defaults filled in
         except ParamError as exc:
             return self.complete_now(failure(getattr(exc, "request_id", None), exc.code, str(exc)), render)
         if method is None:
@@ -500,19 +526,19 @@ class GatewayCore:
                 render,
                 name,
             )
+        self._counter += 1
         txn = Transaction(
-            id=self._new_id(),
-            lane=lane,
-            method=name,
-            request_id=rid,
-            request={"version": 1, "id": rid, "method": name, "params": params},
-            mutates=mutates,
-            started=self._clock(),
-            render=render,
-            tab_id=tab_id,
+            f"t{self._counter}",
+            lane,
+            name,
+            rid,
+            {"version": 1, "id": rid, "method": name, "params": params},
+            mutates,
+            self._clock(),
+            render,  # not None: begun by begin_mcp, so notifications/cancelled can reach it (txn.mcp)
+            tab_id,
+            ext,
         )
-        txn.plan["ext"] = ext
-        txn.plan["mcp"] = render is not None  # begun by begin_mcp: notifications/cancelled can reach it
         try:
             self._precheck(txn, tab_id)
         except Refusal as exc:
@@ -543,7 +569,7 @@ class GatewayCore:
                 self._refs.resolve(ref, target)
             except RefError as exc:
                 raise Refusal(exc.code, exc.message) from None
-        if txn.plan.get("ext") is not None:
+        if txn.ext is not None:
             self._captured_handles(txn, tab_id)
         if txn.method == "tab.snapshot":  # scope and cursor are refused before anything runs (§9 v1.1)
             if params.get("cursor") is not None or params.get("scope") is not None:
@@ -590,7 +616,7 @@ class GatewayCore:
     def _captured_handles(self, txn: Transaction, tab_id: str | None) -> dict[str, str]:
         """The renderer handles behind a ref-bearing extension's ``refArguments`` (§6 rules, before any
         dispatch; ``tab_id`` None: each ref's own tab). Raises Refusal with the ref's refusal code."""
-        ext: Extension | None = txn.plan.get("ext")
+        ext: Extension | None = txn.ext
         if ext is None or not ext.ref_arguments:
             return {}
         arguments = txn.request["params"]["arguments"]
@@ -613,7 +639,7 @@ class GatewayCore:
     ) -> JsonObject:
         txn.fire(event)
         txn.seq += 1
-        txn.plan["authorized"] = False  # until the host admits it (audit.authorized)
+        txn.authorized = False  # until the host admits it (audit.authorized)
         tab = txn.tab_id
         target = None if tab is None else {"tabId": tab, "generation": self._refs.generation(tab)}
         return _pend(
@@ -682,7 +708,7 @@ class GatewayCore:
         if txn.method == "tabs.open":
             return
         target = txn.tab_id
-        ext: Extension | None = txn.plan.get("ext")
+        ext: Extension | None = txn.ext
         if ext is not None:
             arg = (
                 txn.request["params"]["arguments"].get("tabId")
@@ -698,7 +724,7 @@ class GatewayCore:
 
     def _plan(self, txn: Transaction) -> results.Planned:
         """What the main dispatch acts on, fixed once the target tab is known (after any inspection)."""
-        ext: Extension | None = txn.plan.get("ext")
+        ext: Extension | None = txn.ext
         planned = results.Planned(
             txn.method,
             txn.request["params"],
@@ -707,34 +733,64 @@ class GatewayCore:
             ext.method if ext is not None else None,
             (self._captured_handles(txn, txn.tab_id) or None) if ext is not None else None,
         )
-        txn.plan["planned"] = planned
+        txn.planned = planned
         return planned
 
     # ================================================================== completion
-    def _audit(self, txn: Transaction | None, envelope: JsonObject, method: str | None) -> JsonObject:
+    def _audit(self, txn: Transaction, envelope: JsonObject) -> JsonObject:
         """The ``audit`` object of a ``complete`` step (docs/engine.md, "The audit record"): what an
         audit trail needs and nothing a request carried in clear (the params only as a SHA-256)."""
-        ok = envelope.get("success") is True
-        unknown = not ok and envelope.get("mayHaveCompleted") is True
-        outcome = "success" if ok else ("unknown" if unknown else "refused")
-        params: Any = txn.request["params"] if txn is not None else self._audit_hint[2]
-        named = txn.method if txn is not None else (method or self._audit_hint[0])
-        extension = params.get("name") if named == "extension.call" and isinstance(params, dict) else None
-        audit: JsonObject = {
-            "method": named,
+        if envelope["success"] is True:
+            outcome, code, unknown = "success", None, False
+        else:
+            unknown = envelope.get("mayHaveCompleted") is True
+            outcome, code = ("unknown" if unknown else "refused"), envelope["error"]["code"]
+        params = txn.request["params"]
+        extension = params.get("name") if txn.method == "extension.call" else None
+        return {
+            "method": txn.method,
             "extension": extension if isinstance(extension, str) else None,
-            "lane": txn.lane if txn is not None else None,
-            "tabId": txn.tab_id if txn is not None else self._audit_hint[1],
+            "lane": txn.lane,
+            "tabId": txn.tab_id,
             "outcome": outcome,
-            "code": None if ok else envelope["error"]["code"],
+            "code": code,
             "mayHaveCompleted": unknown,
-            "mutates": txn.mutates if txn is not None else False,
-            "authorized": txn.plan.get("authorized") if txn is not None else None,
-            "dispatches": txn.dispatches if txn is not None else 0,
-            "elapsedMs": round((self._clock() - txn.started) * 1000.0, 3) if txn is not None else 0.0,
+            "mutates": txn.mutates,
+            "authorized": txn.authorized,
+            "dispatches": txn.dispatches,
+            # milliseconds to the microsecond (round(x) of an integer count: round(x, 3) formats decimals)
+            "elapsedMs": round((self._clock() - txn.started) * 1_000_000.0) / 1000.0,
             "paramsSha256": params_digest(params),
         }
-        return audit
+
+    def _early_audit(self, envelope: JsonObject, method: str | None) -> JsonObject:
+        """The ``audit`` of a transaction refused before it took a lane: the method (``method``, else the
+        one the request of the begin in progress named, if it is a canonical method) and tab the request
+        named, its params (normalized once validated) as a SHA-256."""
+        request = self._hint
+        raw = request.get("params") if isinstance(request, dict) else None
+        if method is None:
+            named = request.get("method") if isinstance(request, dict) else None
+            method = named if isinstance(named, str) and named in METHODS else None
+        tab = raw.get("tabId") if isinstance(raw, dict) else None
+        params = raw if self._hint_params is _RAW else self._hint_params
+        extension = params.get("name") if method == "extension.call" and isinstance(params, dict) else None
+        ok = envelope.get("success") is True
+        unknown = not ok and envelope.get("mayHaveCompleted") is True
+        return {
+            "method": method,
+            "extension": extension if isinstance(extension, str) else None,
+            "lane": None,
+            "tabId": tab if isinstance(tab, str) else None,
+            "outcome": "success" if ok else ("unknown" if unknown else "refused"),
+            "code": None if ok else envelope["error"]["code"],
+            "mayHaveCompleted": unknown,
+            "mutates": False,
+            "authorized": None,
+            "dispatches": 0,
+            "elapsedMs": 0.0,
+            "paramsSha256": params_digest(params),
+        }
 
     def _complete_step(
         self, txn_id: str, seq: int, envelope: JsonObject, render: Render | None, audit: JsonObject
@@ -784,10 +840,15 @@ class GatewayCore:
         txn.fire("finish")
         self._release(txn)
         txn.seq += 1
-        return self._complete_step(txn.id, txn.seq, envelope, txn.render, self._audit(txn, envelope, None))
+        return self._complete_step(txn.id, txn.seq, envelope, txn.render, self._audit(txn, envelope))
 
     # ================================================================== advance / cancel
     def _parse_host(self, data: Any, cap: int) -> tuple[Any, int]:
+        if type(data) is bytes and len(data) <= cap:  # the C ABI's usual input: parsed as it is
+            try:
+                return orjson.loads(data), len(data)
+            except orjson.JSONDecodeError:
+                pass  # jsonio.loads words the refusal, or repairs lone surrogates
         if isinstance(data, _TEXT):
             size = len(data)
             try:
@@ -798,9 +859,12 @@ class GatewayCore:
             # Round-trip a Python host's dict: an independent copy, lone surrogates repaired, and the
             # same size as JSON text for the 32 MiB result cap.
             try:
-                text = jsonio.dumps(data if type(data) is dict else dict(data))
-            except TypeError as exc:
-                raise Refusal("INVALID_REQUEST", f"not JSON data: {exc}") from None
+                text = orjson.dumps(data) if type(data) is dict else jsonio.dumps(dict(data))
+            except (TypeError, orjson.JSONEncodeError):
+                try:  # lone surrogates are repaired; anything else is not JSON data
+                    text = jsonio.dumps(data if type(data) is dict else dict(data))
+                except TypeError as exc:
+                    raise Refusal("INVALID_REQUEST", f"not JSON data: {exc}") from None
             return orjson.loads(text), len(text)
         raise Refusal("INVALID_REQUEST", "expected a JSON object")
 
@@ -819,6 +883,8 @@ class GatewayCore:
         tid = msg.get("transaction")
         if not isinstance(tid, str):
             return rejected("INVALID_REQUEST", "advance needs a string 'transaction'")
+        if len(msg) == 3 and "seq" in msg and "result" in msg:  # the usual {transaction, seq, result}
+            return self._advance_result(tid, msg["seq"], msg["result"], size)
         if "undelivered" in msg:
             if set(msg) != {"transaction", "undelivered"} or msg["undelivered"] is not True:
                 return rejected(
@@ -836,11 +902,12 @@ class GatewayCore:
                     "STALE_STEP", f"transaction {tid!r} has no cancelled dispatch awaiting retirement"
                 )
             return self._retire(txn)
-        if len(msg) != 3 or "seq" not in msg or "result" not in msg:
-            extra = sorted(set(msg) - {"transaction", "seq", "result"})
-            what = f"unknown field(s) {extra}" if extra else "'seq' and 'result' are required"
-            return rejected("INVALID_REQUEST", f"advance takes {{transaction, seq, result}}: {what}")
-        seq = msg["seq"]
+        extra = sorted(set(msg) - {"transaction", "seq", "result"})
+        what = f"unknown field(s) {extra}" if extra else "'seq' and 'result' are required"
+        return rejected("INVALID_REQUEST", f"advance takes {{transaction, seq, result}}: {what}")
+
+    def _advance_result(self, tid: str, seq: Any, result: Any, size: int) -> JsonObject:
+        """``advance({"transaction": tid, "seq": seq, "result": result})``; ``size``: the input's JSON size."""
         if type(seq) is not int:
             return rejected("INVALID_REQUEST", "'seq' must be an integer")
         txn = self._by_id.get(tid)
@@ -853,7 +920,6 @@ class GatewayCore:
             return self._retire(txn)
         if not txn.accepts("advance"):
             return rejected("STALE_STEP", f"transaction {tid!r} is not waiting for a result")
-        result = msg["result"]
         if txn.state in AUTHORIZE_STATES:
             return self._on_authorization(txn, result)
         if size > jsonio.MAX_RESULT_BYTES:
@@ -882,7 +948,7 @@ class GatewayCore:
                 else "the host's policy refused this transaction"
             )
             return self._finish(txn, failure(txn.request_id, "NOT_AUTHORIZED", text))
-        txn.plan["authorized"] = True
+        txn.authorized = True
         if txn.state == "authorizing_switch":
             return self._issue_switch(txn)
         return self._after_admission(txn)
@@ -991,7 +1057,7 @@ class GatewayCore:
                     f"tab {tab!r} changed while it was being read; the result was discarded",
                 ),
             )
-        shaped = results.shape(txn.plan["planned"], result)
+        shaped = results.shape(txn.planned, result)
         return self._finish(txn, success(txn.request_id, self._record(shaped)))
 
     def _record(self, shaped: results.Shaped) -> JsonObject:
@@ -1049,7 +1115,7 @@ class GatewayCore:
 
     def _awaiting(self, txn: Transaction) -> JsonObject:
         """``awaitingRetirement`` of ``next``: which dispatch is still out, and whether it is overdue."""
-        stuck: JsonObject = txn.plan.get("abandoned") or {}
+        stuck: JsonObject = txn.abandoned or {}
         info: JsonObject = {
             "transaction": txn.id,
             "seq": txn.seq,
@@ -1113,13 +1179,13 @@ class GatewayCore:
         pending: JsonObject = txn.pending or {}
         params = pending.get("params")
         tab = params.get("tabId") if isinstance(params, dict) else None
-        txn.plan["abandoned"] = {
+        txn.abandoned = {
             "method": pending.get("method"),
             "tabId": tab if isinstance(tab, str) else txn.tab_id,
         }
         txn.fire("abandon")
         txn.seq += 1
         # The lane stays exclusive; the late callback must answer the dispatch's seq, so keep it.
-        step = self._complete_step(txn.id, txn.seq, envelope, txn.render, self._audit(txn, envelope, None))
+        step = self._complete_step(txn.id, txn.seq, envelope, txn.render, self._audit(txn, envelope))
         txn.seq -= 1
         return step

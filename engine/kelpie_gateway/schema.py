@@ -423,19 +423,17 @@ def validate_request(request: Any) -> tuple[Any, Method | None, str, JsonObject]
     """
     if not isinstance(request, dict):
         raise ParamError("INVALID_REQUEST", "", "a canonical request must be a JSON object")
-    request_id = request.get("id")
-    if not (request_id is None or isinstance(request_id, _ID_TYPES)) or isinstance(request_id, bool):
-        raise ParamError("INVALID_REQUEST", "/id", "must be a string, a number or null")
-    if isinstance(request_id, int) and not -(2**63) <= request_id < 2**64:
-        raise ParamError("INVALID_REQUEST", "/id", "an integer id must fit in 64 bits")
-    if isinstance(request_id, float) and not math.isfinite(request_id):
-        raise ParamError("INVALID_REQUEST", "/id", "must be a finite number")
-    if isinstance(request_id, float) and request_id.is_integer() and abs(request_id) >= 2.0**64:
-        # the JSON parser turns integers beyond 64 bits into floats: such an id cannot be echoed exactly
-        raise ParamError("INVALID_REQUEST", "/id", "an integer id must fit in 64 bits")
-    for key in request:
-        if key not in _REQUEST_KEYS:
-            raise _with_id(ParamError("INVALID_REQUEST", f"/{_escape(key)}", "unknown field"), request_id)
+    request_id: Any = request.get("id")
+    kind = type(request_id)
+    if kind is int:  # the usual ids first (exact types: what the JSON parser makes)
+        if not -(2**63) <= request_id < 2**64:
+            raise ParamError("INVALID_REQUEST", "/id", "an integer id must fit in 64 bits")
+    elif kind is not str and request_id is not None:
+        _check_unusual_id(request_id)
+    if not _REQUEST_KEYS.issuperset(request):
+        for key in request:
+            if key not in _REQUEST_KEYS:
+                raise _with_id(ParamError("INVALID_REQUEST", f"/{_escape(key)}", "unknown field"), request_id)
     version = request.get("version")
     if type(version) is not int or version != VERSION:
         raise _with_id(ParamError("INVALID_REQUEST", "/version", "must be the integer 1"), request_id)
@@ -452,6 +450,19 @@ def validate_request(request: Any) -> tuple[Any, Method | None, str, JsonObject]
         return request_id, method, name, validate_params(method, params)
     except ParamError as exc:
         raise _with_id(exc, request_id) from None
+
+
+def _check_unusual_id(request_id: Any) -> None:
+    """An id that is not an exact ``int``, ``str`` or None: floats and subclasses (raises ParamError)."""
+    if not isinstance(request_id, _ID_TYPES) or isinstance(request_id, bool):
+        raise ParamError("INVALID_REQUEST", "/id", "must be a string, a number or null")
+    if isinstance(request_id, int) and not -(2**63) <= request_id < 2**64:
+        raise ParamError("INVALID_REQUEST", "/id", "an integer id must fit in 64 bits")
+    if isinstance(request_id, float) and not math.isfinite(request_id):
+        raise ParamError("INVALID_REQUEST", "/id", "must be a finite number")
+    if isinstance(request_id, float) and request_id.is_integer() and abs(request_id) >= 2.0**64:
+        # the JSON parser turns integers beyond 64 bits into floats: such an id cannot be echoed exactly
+        raise ParamError("INVALID_REQUEST", "/id", "an integer id must fit in 64 bits")
 
 
 def _with_id(exc: ParamError, request_id: Any) -> ParamError:

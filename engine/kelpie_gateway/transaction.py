@@ -40,7 +40,6 @@ transaction (``tools/bench`` prints both side by side).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 STATES: Final = (
@@ -89,6 +88,11 @@ ACCEPTS: Final[dict[str, frozenset[str]]] = {
 _NEXT: Final[dict[tuple[str, str], str]] = {
     (source, event): dest for event, sources, dest in TRANSITIONS for source in sources
 }
+_FROM: Final[dict[str, dict[str, str]]] = {
+    state: {event: dest for (source, event), dest in _NEXT.items() if source == state} for state in STATES
+}
+""":data:`_NEXT` per source state (what :meth:`Transaction.fire` looks up: no key tuple per event)."""
+_CLEARS_PENDING: Final = TERMINAL | {"retiring"}
 
 
 class PendingStep(dict[str, Any]):
@@ -106,39 +110,87 @@ class IllegalTransition(RuntimeError):
     """An event fired in a state that has no such transition (a gateway bug)."""
 
 
-@dataclass(eq=False, slots=True)
 class Transaction:
     """One transaction's bookkeeping. ``state`` changes only through :meth:`fire`.
 
     ``seq`` is the number of the last issued step; ``pending`` is the step the host must answer
     (None in ``new``, ``retiring`` and the terminal states); ``render`` turns the final canonical
-    envelope into what the ``complete`` step carries (the envelope itself, or a JSON-RPC response)."""
+    envelope into what the ``complete`` step carries (the envelope itself, or a JSON-RPC response).
+    What the gateway decided along the way: ``ext`` (the admitted extension of ``extension.call``),
+    ``mcp`` (begun by ``begin_mcp``: ``notifications/cancelled`` can reach it), ``authorized`` (None
+    until an ``authorize`` step is issued, then whether the host admitted it: ``audit.authorized``),
+    ``planned`` (what the main dispatch acts on) and ``abandoned`` (the stuck dispatch's native
+    ``{method, tabId}`` after a cancel, for ``next``'s ``awaitingRetirement``).
 
-    id: str
-    lane: str
-    method: str
-    request_id: Any
-    request: dict[str, Any]
-    mutates: bool
-    started: float
-    render: Callable[[dict[str, Any]], Any] | None = None
-    state: str = "new"
-    seq: int = 0
-    pending: PendingStep | None = None
-    tab_id: str | None = None
-    dispatches: int = 0
-    dispatched_mutation: bool = False
-    deadline: float | None = None
-    epoch: int = 0
-    plan: dict[str, Any] = field(default_factory=dict)
+    A plain ``__slots__`` class, not a dataclass: one is built per transaction, and explicit attributes
+    replace a per-transaction ``plan`` dict (docs/engine.md, "Performance")."""
+
+    __slots__ = (
+        "abandoned",
+        "authorized",
+        "deadline",
+        "dispatched_mutation",
+        "dispatches",
+        "epoch",
+        "ext",
+        "id",
+        "lane",
+        "mcp",
+        "method",
+        "mutates",
+        "pending",
+        "planned",
+        "render",
+        "request",
+        "request_id",
+        "seq",
+        "started",
+        "state",
+        "tab_id",
+    )
+
+    def __init__(
+        self,
+        id: str,
+        lane: str,
+        method: str,
+        request_id: Any,
+        request: dict[str, Any],
+        mutates: bool,
+        started: float,
+        render: Callable[[dict[str, Any]], Any] | None = None,
+        tab_id: str | None = None,
+        ext: Any = None,
+    ) -> None:
+        self.id = id
+        self.lane = lane
+        self.method = method
+        self.request_id = request_id
+        self.request = request
+        self.mutates = mutates
+        self.started = started
+        self.render = render
+        self.tab_id = tab_id
+        self.ext = ext
+        self.mcp = render is not None
+        self.state = "new"
+        self.seq = 0
+        self.pending: PendingStep | None = None
+        self.dispatches = 0
+        self.dispatched_mutation = False
+        self.deadline: float | None = None
+        self.epoch = 0
+        self.authorized: bool | None = None
+        self.planned: Any = None
+        self.abandoned: dict[str, Any] | None = None
 
     def fire(self, event: str) -> str:
         """Apply ``event``; returns the new state or raises :class:`IllegalTransition`."""
-        dest = _NEXT.get((self.state, event))
+        dest = _FROM[self.state].get(event)
         if dest is None:
             raise IllegalTransition(f"no transition {event!r} from {self.state!r} (transaction {self.id})")
         self.state = dest
-        if dest in TERMINAL or dest == "retiring":
+        if dest in _CLEARS_PENDING:
             self.pending = None
         return dest
 
