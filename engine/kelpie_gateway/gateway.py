@@ -107,26 +107,72 @@ _CANONICAL: Final = _Canonical()
 
 
 def _pend(txn: Transaction, step: PendingStep) -> PendingStep:
-    try:
-        step.json = orjson.dumps(step)
-    except orjson.JSONEncodeError:  # lone surrogates from a Python caller: repaired (jsonio.dumps)
-        step.json = jsonio.dumps(step)
+    step.json = None  # made on first need (the C ABI's step_json, a copy that cannot be made directly)
     txn.pending = step
     return step
 
 
-def _own(step: JsonObject) -> JsonObject:
-    """What the Python API returns: a step the caller owns (a pending step is parsed from its JSON)."""
-    if type(step) is PendingStep:
-        copied: JsonObject = orjson.loads(step.json)
+def _pending_json(step: PendingStep) -> bytes:
+    """A pending step's JSON text, serialised once (on first need) and kept for every later ``next``."""
+    text = step.json
+    if text is None:
+        try:
+            text = orjson.dumps(step)
+        except orjson.JSONEncodeError:  # lone surrogates: repaired (jsonio.dumps)
+            text = jsonio.dumps(step)
+        step.json = text
+    return text
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat(obj: JsonObject) -> bool:
+    """True when every value of ``obj`` is a JSON scalar (so a shallow copy is an independent one)."""
+    for value in obj.values():  # noqa: SIM110 (a loop: all() of a generator costs more on the hot path)
+        if type(value) not in _SCALARS:
+            return False
+    return True
+
+
+def _copy_pending(step: PendingStep) -> JsonObject:
+    """The Python API's own copy of a pending step: equal to parsing its JSON, and sharing nothing with it.
+
+    A pending step is JSON data the engine built: its nested objects are an ``authorize`` step's
+    ``request`` (with ``params``) and ``target``, a ``dispatch`` step's ``params``. When those params hold
+    only scalars (the usual case) the copy is made directly, which costs a fraction of a serialise and
+    parse round trip; deeper params (an extension's arguments) are copied by parsing the step's JSON."""
+    out: JsonObject = dict(step)
+    if out["step"] == "authorize":
+        request = out["request"]
+        params = request["params"]
+        if not _flat(params) or type(request["id"]) not in _SCALARS:  # version, method: engine strings
+            copied: JsonObject = orjson.loads(_pending_json(step))
+            return copied
+        out["request"] = {**request, "params": dict(params)}
+        target = out["target"]
+        if target is not None:
+            out["target"] = dict(target)
+        return out
+    params = out["params"]
+    if not _flat(params):
+        copied = orjson.loads(_pending_json(step))
         return copied
+    out["params"] = dict(params)
+    return out
+
+
+def _own(step: JsonObject) -> JsonObject:
+    """What the Python API returns: a step the caller owns (a pending step is copied)."""
+    if type(step) is PendingStep:
+        return _copy_pending(step)
     return step
 
 
 def step_json(step: JsonObject) -> bytes:
-    """What the C ABI returns: the step's JSON text (a pending step's was made when it was issued)."""
+    """What the C ABI returns: the step's JSON text (a pending step's is made once and kept)."""
     if type(step) is PendingStep:
-        return step.json
+        return _pending_json(step)
     try:
         return orjson.dumps(step)
     except orjson.JSONEncodeError:  # lone surrogates (from a Python caller's strings): repaired
@@ -197,8 +243,7 @@ class GatewayCore:
         """Start a canonical transaction (§5). Returns an ``authorize``, ``dispatch`` or ``complete`` step."""
         step = self._begin_step(request, _CANONICAL)
         if type(step) is PendingStep:  # _own, inlined: the caller gets its own copy
-            copied: JsonObject = orjson.loads(step.json)
-            return copied
+            return _copy_pending(step)
         return step
 
     def begin_with(self, message: Any, frontend: Frontend) -> JsonObject:
@@ -234,11 +279,7 @@ class GatewayCore:
         ``"overdue": true`` once ``timeoutMs`` + ``retirementGraceMs`` (config, default 5000, at most
         5000) have passed: the host must then end the stuck work (stop the page's script, else close or
         crash that renderer) and report ``{"transaction","retire":"renderer-closed"}`` (§5, v1.1)."""
-        step = self._next_step(transaction)
-        if type(step) is PendingStep:
-            copied: JsonObject = orjson.loads(step.json)
-            return copied
-        return step
+        return _own(self._next_step(transaction))
 
     def _next_step(self, transaction: str | None) -> JsonObject:
         with self._lock:
@@ -257,7 +298,7 @@ class GatewayCore:
             if pending is None:
                 return {"step": "idle"}
             if txn.deadline is not None and self._clock() > txn.deadline:
-                step: JsonObject = orjson.loads(pending.json)
+                step = _copy_pending(pending)
                 step["overdue"] = True
                 return step
             return pending
@@ -273,8 +314,7 @@ class GatewayCore:
         every later call naming it is TAB_NOT_FOUND: §4, §6; docs/contract-notes.md "Closed tabs")."""
         step = self._advance_step(result)
         if type(step) is PendingStep:  # _own, inlined: the caller gets its own copy
-            copied: JsonObject = orjson.loads(step.json)
-            return copied
+            return _copy_pending(step)
         return step
 
     def _advance_step(self, result: Any) -> JsonObject:

@@ -97,13 +97,13 @@ _CLEARS_PENDING: Final = TERMINAL | {"retiring"}
 
 class PendingStep(dict[str, Any]):
     """An ``authorize`` or ``dispatch`` step as the transaction keeps it for ``next`` (``Transaction.pending``),
-    with ``json``, its JSON text, serialised once when it is issued. Internal step producers return it
-    as is; the Python API hands out an independent copy parsed from ``json`` (``gateway._own``) and the C ABI
-    sends ``json`` itself (``GatewayCore.call_json``), so a step is never copied twice. It may share
+    with ``json``, its JSON text, serialised once on first need (None until then). Internal step producers
+    return it as is; the Python API hands out an independent copy (``gateway._copy_pending``) and the C ABI
+    sends ``json`` itself (``GatewayCore.call_json``), so a step is never serialised twice. It may share
     containers with the transaction's request: never give it out, never edit it."""
 
     __slots__ = ("json",)
-    json: bytes
+    json: bytes | None
 
 
 class IllegalTransition(RuntimeError):
