@@ -809,7 +809,7 @@ class GatewayCore:
         named, its params (normalized once validated) as a SHA-256."""
         request = self._hint
         raw = request.get("params") if isinstance(request, dict) else None
-        if method is None:
+        if not method:  # None, or an empty name from a frontend: the request's own, if canonical
             named = request.get("method") if isinstance(request, dict) else None
             method = named if isinstance(named, str) and named in METHODS else None
         tab = raw.get("tabId") if isinstance(raw, dict) else None

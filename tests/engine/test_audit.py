@@ -95,3 +95,21 @@ def test_extension_name_and_mcp_protocol_messages() -> None:
         "name": "kelpie_browser_control", "arguments": {"method": "tabs.list", "params": {}}}})
     done = ok(gw, ok(gw, call), tabs=[])
     assert done["audit"]["method"] == "tabs.list" and done["audit"]["paramsSha256"] == digest({})
+
+
+def test_early_refusals_name_what_the_request_named_and_nothing_else() -> None:
+    """The audit of a refusal before any lane (worked out only when a refusal needs it): the canonical
+    method and tab the request named, its params' digest (normalized once validated), or nulls."""
+    gw = make()
+    unknown = gw.begin({"version": 1, "id": 1, "method": "tabs.nope", "params": {"tabId": "A", "x": [1]}})
+    assert unknown["audit"]["method"] is None and unknown["audit"]["tabId"] == "A"
+    assert unknown["audit"]["paramsSha256"] == digest({"tabId": "A", "x": [1]})
+    bad = gw.begin(req("tab.snapshot", tabId="B", maxChars=-1))
+    assert bad["audit"]["method"] == "tab.snapshot" and bad["audit"]["tabId"] == "B"
+    assert bad["audit"]["paramsSha256"] == digest({"tabId": "B", "maxChars": -1})
+    pinned = make(pinnedTab="P").begin(req("tab.snapshot", tabId="Q"))
+    assert pinned["audit"]["code"] == "TAB_PINNED" and pinned["audit"]["tabId"] == "Q"
+    assert pinned["audit"]["paramsSha256"] == digest({"tabId": "Q", "maxChars": 12000, "maxElements": 200, "timeoutMs": 10000})
+    empty = gw.begin_mcp({"jsonrpc": "2.0", "id": 7, "method": ""})
+    assert empty["audit"]["method"] is None and empty["audit"]["tabId"] is None
+    assert [unknown["audit"]["lane"], bad["audit"]["dispatches"], empty["audit"]["elapsedMs"]] == [None, 0, 0.0]
