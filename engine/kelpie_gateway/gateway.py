@@ -279,7 +279,10 @@ class GatewayCore:
         ``"overdue": true`` once ``timeoutMs`` + ``retirementGraceMs`` (config, default 5000, at most
         5000) have passed: the host must then end the stuck work (stop the page's script, else close or
         crash that renderer) and report ``{"transaction","retire":"renderer-closed"}`` (§5, v1.1)."""
-        return _own(self._next_step(transaction))
+        step = self._next_step(transaction)
+        if type(step) is PendingStep:  # _own, inlined
+            return _copy_pending(step)
+        return step
 
     def _next_step(self, transaction: str | None) -> JsonObject:
         with self._lock:
