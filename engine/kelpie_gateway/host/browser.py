@@ -556,7 +556,7 @@ class ChromiumRenderer:
         assert self._context is not None
         self._replacing += 1
         try:
-            page = await self._context.new_page()
+            page = await self._replacement_page(tab)
         finally:
             self._replacing -= 1
         old = tab.page
@@ -575,6 +575,28 @@ class ChromiumRenderer:
         with contextlib.suppress(Exception):
             await old.close(run_before_unload=False)
         self.log(f"tab {tab.tab_id} recovered from its crash in a new page")
+
+    async def _replacement_page(self, tab: Tab) -> Page:
+        """A new page for crashed ``tab``; made once more when the first one crashed while it was being
+        created. Right after a renderer crash Chromium can hand a new page a renderer process that died
+        with the others (its spare renderer) before the browser noticed; nothing of the request has run
+        then, so a second page is not a retry of it. The crashed page is closed."""
+        assert self._context is not None
+        for attempt in (1, 2):
+            before = {id(page) for page in self._context.pages}
+            try:
+                return await self._context.new_page()
+            except PlaywrightError as exc:
+                if attempt == 2 or "crash" not in str(exc).lower():
+                    raise
+                self.log(
+                    f"tab {tab.tab_id}: its new page crashed as it was created ({_short(exc)}); one more"
+                )
+                for page in self._context.pages:
+                    if id(page) not in before:
+                        with contextlib.suppress(Exception):
+                            await page.close(run_before_unload=False)
+        raise AssertionError("unreachable")
 
     def _on_close(self, tab: Tab) -> None:
         known = self._tabs.get(tab.tab_id) is tab
@@ -727,7 +749,15 @@ class ChromiumRenderer:
         if not isinstance(url, str):
             return fail("RENDERER_FAILED", "navigate needs a url", mayHaveCompleted=False)
         if tab.crashed:
-            await self._revive(tab)
+            try:
+                await self._revive(tab)
+            except PlaywrightError as exc:  # before the navigation: nothing of it ran, the tab stays crashed
+                return fail(
+                    "RENDERER_FAILED",
+                    f"tab {tab.tab_id} crashed and could not be given a new page ({_short(exc)}); "
+                    "tab.navigate tries again, tabs.close closes it",
+                    mayHaveCompleted=False,
+                )
         await tab.page.goto(url, wait_until="load", timeout=_timeout(params))
         return {"success": True, "tabId": tab.tab_id, "generation": tab.generation, "url": tab.page.url}
 

@@ -87,6 +87,7 @@ class _Inflight:
 
 
 _ABANDONED = "its caller went away before it was run; nothing was run"
+_NOT_STARTED = "cancelled while it waited for the browser; never started"
 
 
 def _internal_envelope(message: str) -> JsonObject:
@@ -310,29 +311,47 @@ class Driver:
         if not isinstance(timeout_ms, int) or timeout_ms <= 0:
             timeout_ms = DEFAULT_TIMEOUT_MS
         tab = params.get("tabId") if isinstance(params, Mapping) else None
-        if self._ready is not None and not self._ready.done():
-            # The browser is still starting (``mcp``): its start-up is not the dispatch's time. A start
-            # that fails lets the call through, which answers BROWSER_UNAVAILABLE with nothing sent.
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._ready)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_ms / 1000
-        coming = self.renderer.available()
-        if coming is not None:
-            # The browser exited: wait (within this dispatch's deadline) for the relaunch. Until a browser
-            # is there nothing can run, so a relaunch that fails or is not back in time is answered
-            # BROWSER_UNAVAILABLE with mayHaveCompleted:false — never a TIMEOUT of unknown outcome.
-            refused = await self._browser_back(coming, deadline, timeout_ms, abandon)
-            if refused is not None:
-                return self._not_run(step, refused)
-            left_ms = max(1, int((deadline - loop.time()) * 1000))
-            if isinstance(params, Mapping) and "timeoutMs" in params:
-                params = {**params, "timeoutMs": left_ms}  # the browser's own timeouts: what is left
-            timeout_ms = left_ms
-        if abandon is not None and abandon.abandoned:  # gone while the browser was awaited: do not start it
-            return self._not_run(step, fail("CANCELLED", _ABANDONED, mayHaveCompleted=False))
-        flight = _Inflight(tab if isinstance(tab, str) else None, asyncio.get_running_loop().create_future())
+        # In flight from here: an MCP cancel or a crash preempts it even while it waits for the browser.
+        flight = _Inflight(tab if isinstance(tab, str) else None, loop.create_future())
         self._inflight[transaction] = flight
+        started = False
+        try:
+            if self._ready is not None and not self._ready.done():
+                # The browser is still starting (``mcp``): its start-up is not the dispatch's time. A start
+                # that fails lets the call through, which answers BROWSER_UNAVAILABLE with nothing sent.
+                starting = asyncio.shield(self._ready)
+                start_waits: set[asyncio.Future[Any]] = {starting, flight.preempt}
+                await asyncio.wait(start_waits, return_when=FIRST)
+                if starting.done():
+                    starting.exception()  # retrieved: a failed start is answered by the call itself
+            deadline = loop.time() + timeout_ms / 1000
+            coming = None if flight.preempt.done() else self.renderer.available()
+            if coming is not None:
+                # The browser exited: wait (within this dispatch's deadline) for the relaunch. Until a
+                # browser is there nothing can run, so a relaunch that fails or is not back in time is
+                # answered BROWSER_UNAVAILABLE with mayHaveCompleted:false — never a TIMEOUT of unknown
+                # outcome.
+                refused = await self._browser_back(coming, deadline, timeout_ms, abandon, flight.preempt)
+                if refused is not None and not flight.preempt.done():
+                    return self._not_run(step, refused)
+                left_ms = max(1, int((deadline - loop.time()) * 1000))
+                if isinstance(params, Mapping) and "timeoutMs" in params:
+                    params = {**params, "timeoutMs": left_ms}  # the browser's own timeouts: what is left
+                timeout_ms = left_ms
+            if flight.preempt.done():  # cancelled (MCP) while it waited for the browser: never started
+                # The engine holds the lane for the cancelled dispatch's late result: there will be none,
+                # so its not-run result retires it at once.
+                self.gateway.advance(
+                    {"transaction": transaction, "seq": seq, "result": fail("CANCELLED", _NOT_STARTED)}
+                )
+                return flight.preempt.result()
+            if abandon is not None and abandon.abandoned:  # gone while the browser was awaited: not started
+                return self._not_run(step, fail("CANCELLED", _ABANDONED, mayHaveCompleted=False))
+            started = True
+        finally:
+            if not started:
+                del self._inflight[transaction]
         call = asyncio.ensure_future(self._call(method, params))
         gave_up = asyncio.ensure_future(abandon.wait()) if abandon is not None else None
         try:
@@ -381,6 +400,7 @@ class Driver:
         deadline: float,
         timeout_ms: int,
         abandon: Abandon | None,
+        preempt: asyncio.Future[JsonObject],
     ) -> JsonObject | None:
         """Wait for the renderer's relaunch (``coming``, see ``Renderer.available``) until ``deadline``;
         None once a browser is there, else the not-run result to answer the dispatch with. The relaunch
@@ -391,7 +411,7 @@ class Driver:
         back.add_done_callback(lambda done: done.cancelled() or done.exception())
         gave_up = asyncio.ensure_future(abandon.wait()) if abandon is not None else None
         try:
-            waits: set[asyncio.Future[Any]] = {back} if gave_up is None else {back, gave_up}
+            waits: set[asyncio.Future[Any]] = {back, preempt} if gave_up is None else {back, preempt, gave_up}
             timeout = max(0.0, deadline - asyncio.get_running_loop().time())
             await asyncio.wait(waits, timeout=timeout, return_when=FIRST)
         finally:
