@@ -16,6 +16,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kelpie_gateway.host.driver import Driver  # noqa: E402
+from stdio_testlib import run_async  # noqa: E402
 
 from tests.engine.kit import FakeRenderer, make, req, response, run  # noqa: E402
 
@@ -80,7 +81,7 @@ def test_an_mcp_cancel_while_the_browser_relaunches_answers_at_once_and_runs_not
         after = await driver.mcp(tools_call("c-2", "tab.snapshot", {"tabId": "A"}))
         return answer, waited, list(renderer.calls), gateway.next(), after
 
-    answer, waited, calls, idle, after = asyncio.run(main())
+    answer, waited, calls, idle, after = run_async(main())
     result = answer["response"]["result"]
     assert answer["response"]["id"] == "c-1", answer
     assert result["isError"] is True
