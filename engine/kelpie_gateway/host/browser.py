@@ -582,21 +582,18 @@ class ChromiumRenderer:
         with the others (its spare renderer) before the browser noticed; nothing of the request has run
         then, so a second page is not a retry of it. The crashed page is closed."""
         assert self._context is not None
-        for attempt in (1, 2):
-            before = {id(page) for page in self._context.pages}
-            try:
-                return await self._context.new_page()
-            except PlaywrightError as exc:
-                if attempt == 2 or "crash" not in str(exc).lower():
-                    raise
-                self.log(
-                    f"tab {tab.tab_id}: its new page crashed as it was created ({_short(exc)}); one more"
-                )
-                for page in self._context.pages:
-                    if id(page) not in before:
-                        with contextlib.suppress(Exception):
-                            await page.close(run_before_unload=False)
-        raise AssertionError("unreachable")
+        before = {id(page) for page in self._context.pages}
+        try:
+            return await self._context.new_page()
+        except PlaywrightError as exc:
+            if "crash" not in str(exc).lower():
+                raise
+            self.log(f"tab {tab.tab_id}: its new page crashed as it was created ({_short(exc)}); one more")
+        for page in self._context.pages:
+            if id(page) not in before:
+                with contextlib.suppress(Exception):
+                    await page.close(run_before_unload=False)
+        return await self._context.new_page()
 
     def _on_close(self, tab: Tab) -> None:
         known = self._tabs.get(tab.tab_id) is tab

@@ -321,10 +321,10 @@ class Driver:
                 # The browser is still starting (``mcp``): its start-up is not the dispatch's time. A start
                 # that fails lets the call through, which answers BROWSER_UNAVAILABLE with nothing sent.
                 starting = asyncio.shield(self._ready)
+                # A failed start is answered by the call itself; retrieved even when a cancel came first.
+                starting.add_done_callback(lambda done: done.cancelled() or done.exception())
                 start_waits: set[asyncio.Future[Any]] = {starting, flight.preempt}
                 await asyncio.wait(start_waits, return_when=FIRST)
-                if starting.done():
-                    starting.exception()  # retrieved: a failed start is answered by the call itself
             deadline = loop.time() + timeout_ms / 1000
             coming = None if flight.preempt.done() else self.renderer.available()
             if coming is not None:
