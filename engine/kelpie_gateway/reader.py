@@ -282,7 +282,7 @@ def kept_script(script: str) -> tuple[str, str] | None:
         return None
     try:
         json.loads(literal)  # one JSON value and nothing else: the call's only argument, as in `script`
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a literal nested deeper than json can parse
         return None
     slot = bundle_slot(name)
     missing = js_literal({KEPT_MISSING: slot})

@@ -84,6 +84,8 @@ def test_kept_script_shortens_only_this_builds_own_scripts() -> None:
     assert reader.kept_script(full[:-1] + "), globalThis.x = (1)") is None  # more than one argument
     assert reader.kept_script(full[:-2] + " + 1)") is None  # not one JSON value
     assert reader.kept_script("1 + 1") is None
+    head = full[: full.rindex(")(") + 2]  # a literal nested deeper than json parses: refused, not raised
+    assert reader.kept_script(head + "[" * 5000 + "]" * 5000 + ")") is None
     long_text = "x" * (reader.KEPT_LITERAL_LIMIT + 1)  # its parameters are not worth checking: sent whole
     assert reader.kept_script(reader.type_script(key, handle, long_text)) is None
     assert reader.kept_script(reader.type_script(key, handle, long_text[:60000])) is not None
