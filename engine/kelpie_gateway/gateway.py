@@ -51,7 +51,7 @@ from .config import Config, Extension, parse_config
 from .errors import ERROR_CODES, GatewayPendingError, JsonObject, Refusal, failure, rejected, success
 from .refs import RefError, RefStore
 from .schema import METHODS, TIMEOUT_DEFAULT_MS, ParamError, validate_request
-from .transaction import AUTHORIZE_STATES, DISPATCH_STATES, PendingStep, Transaction
+from .transaction import ACCEPTS, AUTHORIZE_STATES, DISPATCH_STATES, PendingStep, Transaction
 
 Render = Callable[[JsonObject], Any]
 Clock = Callable[[], float]
@@ -875,7 +875,16 @@ class GatewayCore:
         txn.fire("finish")
         self._release(txn)
         txn.seq += 1
-        return self._complete_step(txn.id, txn.seq, envelope, txn.render, self._audit(txn, envelope))
+        render = txn.render
+        if render is None:  # _complete_step, inlined for the canonical frontend
+            return {
+                "step": "complete",
+                "transaction": txn.id,
+                "seq": txn.seq,
+                "response": envelope,
+                "audit": self._audit(txn, envelope),
+            }
+        return self._complete_step(txn.id, txn.seq, envelope, render, self._audit(txn, envelope))
 
     # ================================================================== advance / cancel
     def _parse_host(self, data: Any, cap: int) -> tuple[Any, int]:
@@ -951,9 +960,10 @@ class GatewayCore:
             return rejected(
                 "STALE_STEP", f"no pending step {tid!r} seq {seq}; late, duplicated or forged result ignored"
             )
-        if txn.accepts("retire"):
+        accepts = ACCEPTS[txn.state]  # Transaction.accepts, one lookup for both questions
+        if "retire" in accepts:
             return self._retire(txn)
-        if not txn.accepts("advance"):
+        if "advance" not in accepts:
             return rejected("STALE_STEP", f"transaction {tid!r} is not waiting for a result")
         if txn.state in AUTHORIZE_STATES:
             return self._on_authorization(txn, result)
@@ -1092,7 +1102,8 @@ class GatewayCore:
                     f"tab {tab!r} changed while it was being read; the result was discarded",
                 ),
             )
-        shaped = results.shape(txn.planned, result)
+        planned = txn.planned
+        shaped = results.SHAPERS[planned.method](planned, result)  # results.shape, inlined
         return self._finish(txn, success(txn.request_id, self._record(shaped)))
 
     def _record(self, shaped: results.Shaped) -> JsonObject:
