@@ -727,7 +727,7 @@ class GatewayCore:
         try:
             self._precheck(txn, txn.tab_id)
             planned = self._plan(txn)
-            endpoint, params = natives.native_call(planned, self._natives)
+            endpoint, params = natives.BUILDERS[planned.method](planned, self._natives)
         except Refusal as exc:  # after a dispatched switch-tab the selection may have changed
             env = failure(txn.request_id, exc.code, exc.message, may_have_completed=txn.dispatched_mutation)
             return self._finish(txn, env)
@@ -1103,7 +1103,7 @@ class GatewayCore:
                 ),
             )
         planned = txn.planned
-        shaped = results.SHAPERS[planned.method](planned, result)  # results.shape, inlined
+        shaped = results.SHAPERS[planned.method](planned, result)
         return self._finish(txn, success(txn.request_id, self._record(shaped)))
 
     def _record(self, shaped: results.Shaped) -> JsonObject:
