@@ -477,7 +477,10 @@ class GatewayCore:
             # An independent copy (later edits by the caller change nothing), the same 4 MiB cap and the
             # same refusal of lone surrogates as JSON text.
             try:
-                request = jsonio.loads(orjson.dumps(request))
+                text = orjson.dumps(request)
+                # orjson's own output is valid JSON without lone surrogates: only the cap can refuse it
+                # (jsonio.loads words that refusal)
+                request = orjson.loads(text) if len(text) <= jsonio.MAX_REQUEST_BYTES else jsonio.loads(text)
             except orjson.JSONEncodeError as exc:
                 env = failure(_request_id(request), "INVALID_REQUEST", f"not JSON data: {exc}")
                 return self.complete_now(env, render)
