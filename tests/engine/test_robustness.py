@@ -191,4 +191,7 @@ def test_a_python_request_over_the_cap_is_refused_like_its_json_text() -> None:
     clock = lambda: 0.0  # noqa: E731
     step = make(clock=clock).begin(big)
     assert step["response"]["error"]["code"] == "REQUEST_TOO_LARGE"
-    assert step == make(clock=clock).begin(orjson.dumps(big))  # the same compact text: the same size
+    as_text = make(clock=clock).begin(orjson.dumps(big))  # the same compact text: the same size
+    assert step["response"]["error"] == as_text["response"]["error"]
+    assert step["response"]["id"] == 1  # a dict's id is readable without parsing; text's is not (None)
+    assert as_text["response"]["id"] is None
