@@ -48,6 +48,7 @@ ROWS = (  # key in the summary line, label, unit, target (None: no target)
     ("next_ns", "no-op crossing (next on idle + free)", "ns", 1000.0),
     ("round_ns", "begin + advance + free round (no authorize)", "ns", None),
     ("median_us", "median full transaction through the ABI", "us", 40.0),
+    ("p10_us", "p10 full transaction through the ABI", "us", None),
     ("p99_us", "p99 full transaction through the ABI", "us", None),
     ("tx_per_s", "full transactions per second", "/s", None),
     ("py_us", "same transaction, Python API (dict), median", "us", None),
