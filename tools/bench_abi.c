@@ -3,6 +3,9 @@
  *
  *   build/abi/bin/bench_abi [--transactions 1000000] [--crossings 1000000] [--summary]
  *   build/abi/bin/bench_abi --cold        (only: first create, then the first full transaction; one line)
+ *   build/abi/bin/bench_abi --count N     (only: create, 200 warm-up and N full transactions, untimed: what
+ *                                          tools/bench_abi.sh --instructions counts under callgrind)
+ *   --py-calls N: timed calls of each Python API row (default 20000)
  *   (built by tools/build.d/30-abi.sh; tools/bench_abi.sh builds and runs it, also side by side with the
  *   library of another commit: tools/bench_abi.sh --base REV)
  *
@@ -85,7 +88,7 @@ static int full_transaction(KelpieBrowserGatewayRef gw)
 
 int main(int argc, char **argv)
 {
-    long n_tx = 1000000, n_cross = 1000000, warm = 20000, failures = 0;
+    long n_tx = 1000000, n_cross = 1000000, warm = 20000, failures = 0, count_only = -1, py_calls = 20000;
     double t0, cold_ms, first_tx_ms, version_ns, next_ns, round_ns, *lat, tx_s, py_us = -1, py_bytes_us = -1;
     double seconds;
     int cold_only = 0, summary = 0;
@@ -98,7 +101,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--summary")) summary = 1;
         else if (!strcmp(argv[i], "--transactions") && i + 1 < argc) n_tx = atol(argv[++i]);
         else if (!strcmp(argv[i], "--crossings") && i + 1 < argc) n_cross = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--count") && i + 1 < argc) count_only = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--py-calls") && i + 1 < argc) py_calls = atol(argv[++i]);
     }
+    if (py_calls < 100) py_calls = 100;
     if (n_tx < 1000) n_tx = 1000;
     if (warm > n_tx / 2) warm = n_tx / 2;
     rss_start = rss_kib();
@@ -113,6 +119,12 @@ int main(int argc, char **argv)
     t0 = now_ns();
     failures += !full_transaction(gw);
     first_tx_ms = (now_ns() - t0) / 1e6;
+    if (count_only >= 0) {
+        for (long i = 0; i < 200 + count_only; i++) failures += !full_transaction(gw);
+        printf("count=%ld failures=%ld\n", count_only, failures);
+        kelpie_browser_gateway_destroy(gw);
+        return failures ? 1 : 0;
+    }
     if (cold_only) {
         printf("cold_ms=%.3f first_tx_ms=%.3f failures=%ld\n", cold_ms, first_tx_ms, failures);
         kelpie_browser_gateway_destroy(gw);
@@ -172,6 +184,9 @@ int main(int argc, char **argv)
     {
         PyGILState_STATE st = PyGILState_Ensure();
         PyObject *main = PyImport_AddModule("__main__"), *g = PyModule_GetDict(main), *r;
+        PyObject *calls = PyLong_FromLong(py_calls);
+        PyDict_SetItemString(g, "PY_CALLS", calls);
+        Py_XDECREF(calls);
         r = PyRun_String(
             "import time\n"
             "from kelpie_gateway import Gateway\n"
@@ -193,9 +208,9 @@ int main(int argc, char **argv)
             "    s = _g.advance({'transaction': s['transaction'], 'seq': s['seq'], 'result': _tabs})\n"
             "    assert s['response']['success']\n"
             "def _median(f):\n"
-            "    for _ in range(2000): f()\n"
+            "    for _ in range(min(2000, PY_CALLS)): f()\n"
             "    lat = []\n"
-            "    for _ in range(20000):\n"
+            "    for _ in range(PY_CALLS):\n"
             "        a = time.perf_counter_ns(); f(); lat.append(time.perf_counter_ns() - a)\n"
             "    lat.sort()\n"
             "    return lat[len(lat) // 2] / 1000\n"
@@ -219,6 +234,7 @@ int main(int argc, char **argv)
     printf("  %-58s %12.1f ns\n", "begin + advance + free round (no authorize step)", round_ns);
     printf("  %-58s %12.0f /s\n", "full transactions (authorize, dispatch, complete)", tx_s);
     printf("  %-58s %12.1f us   (target <= 40)\n", "  median full transaction through the ABI", lat[n_tx / 2] / 1e3);
+    printf("  %-58s %12.1f us\n", "  p10 full transaction through the ABI", lat[n_tx / 10] / 1e3);
     printf("  %-58s %12.1f us\n", "  p99 full transaction through the ABI", lat[(size_t)((double)n_tx * 0.99)] / 1e3);
     printf("  %-58s %12.1f us   (ABI / this = %.2f)\n", "  median same transaction, Python API, dict in/out", py_us,
            py_us > 0 ? lat[n_tx / 2] / 1e3 / py_us : 0.0);
@@ -232,8 +248,8 @@ int main(int argc, char **argv)
     printf("  failures: %ld\n", failures + (long)(sink == 0));
     if (summary)
         printf("summary cold_ms=%.3f first_tx_ms=%.3f version_ns=%.2f next_ns=%.2f round_ns=%.1f median_us=%.3f "
-               "p99_us=%.3f tx_per_s=%.0f py_us=%.3f py_bytes_us=%.3f rss_growth_kib=%ld\n",
-               cold_ms, first_tx_ms, version_ns, next_ns, round_ns, lat[n_tx / 2] / 1e3,
+               "p10_us=%.3f p99_us=%.3f tx_per_s=%.0f py_us=%.3f py_bytes_us=%.3f rss_growth_kib=%ld\n",
+               cold_ms, first_tx_ms, version_ns, next_ns, round_ns, lat[n_tx / 2] / 1e3, lat[n_tx / 10] / 1e3,
                lat[(size_t)((double)n_tx * 0.99)] / 1e3, tx_s, py_us, py_bytes_us, rss_end - rss_warm);
     free(lat);
     kelpie_browser_gateway_destroy(gw);

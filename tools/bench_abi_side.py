@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
-"""The C ABI benchmark driver behind ``tools/bench_abi.sh`` (issue 16): medians over several processes, and
+"""The C ABI benchmark driver behind ``tools/bench_abi.sh`` (issue 16): many short runs of ``bench_abi``, and
 with ``--base REV`` the library of commit REV measured side by side with this tree's, interleaved.
 
-    tools/bench_abi.sh [--base REV] [--rounds R] [--cold-runs K] [--transactions N] [--crossings N]
+    tools/bench_abi.sh [--base REV] [--rounds R] [--cold-runs K] [--transactions N] [--crossings N] [--cpu C]
+    tools/bench_abi.sh [--base REV] --instructions [--count N]
 
 * Cold start is one sample per process (the first create starts the embedded interpreter and imports the
   engine), so it is the median of K processes (``bench_abi --cold``: create, then the first full
   transaction, reported separately).
-* The steady-state figures (no-op crossing, full transaction median and p99, ...) come from R runs of
-  ``bench_abi --summary``; the median over runs is printed.
+* The steady-state figures (no-op crossing, full transaction median and p99, ...) come from R short runs
+  of ``bench_abi --summary`` (default 16 of 5,000 transactions), pinned to one CPU (``--cpu``, default the
+  last; ``none``: not pinned) and in ABBA order (base, this, this, base, ...); the median over runs is
+  printed, and with a base the median of the per-round ratios this/base with a distribution-free 95 %
+  confidence interval (docs/performance.md, "Measuring on a noisy machine"; a change is shown when the
+  interval excludes 1.0).
+* ``--instructions``: instructions per full transaction through the ABI (the C host's work, the crossings
+  and the engine) counted under callgrind: ``bench_abi --count N`` minus ``--count 0``, deterministic.
 * ``--base REV``: REV is checked out into a temporary git worktree, its library built there with its own
   ``abi/build_abi.py`` (and this interpreter), and this tree's ``tools/bench_abi.c`` compiled against it, so
-  the two libraries are measured by the same program; base and this tree alternate run by run.
+  the two libraries are measured by the same program.
 
 Targets (issue 16): median full transaction <= 40 us, no-op crossing (next on idle) <= 1 us, cold start
 (first create) <= 150 ms. On a shared machine the ratios in the last column are what to compare.
@@ -26,7 +33,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+from benchstats import abba, callgrind_instructions, pin_cpu, pinned, ratio_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = os.environ.get("PY", str(ROOT / ".venv" / "bin" / "python"))
@@ -38,6 +48,7 @@ ROWS = (  # key in the summary line, label, unit, target (None: no target)
     ("next_ns", "no-op crossing (next on idle + free)", "ns", 1000.0),
     ("round_ns", "begin + advance + free round (no authorize)", "ns", None),
     ("median_us", "median full transaction through the ABI", "us", 40.0),
+    ("p10_us", "p10 full transaction through the ABI", "us", None),
     ("p99_us", "p99 full transaction through the ABI", "us", None),
     ("tx_per_s", "full transactions per second", "/s", None),
     ("py_us", "same transaction, Python API (dict), median", "us", None),
@@ -50,8 +61,8 @@ def figures(line: str) -> dict[str, float]:
     return {k: float(v) for k, v in re.findall(r"(\w+)=([-\d.]+)", line)}
 
 
-def run(binary: Path, *args: str) -> str:
-    done = subprocess.run([str(binary), *args], capture_output=True, text=True, check=False)
+def run(binary: Path, *args: str, cpu: str | None = None) -> str:
+    done = subprocess.run(pinned([str(binary), *args], cpu), capture_output=True, text=True, check=False)
     if done.returncode != 0:
         sys.exit(f"{binary} {' '.join(args)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
     return done.stdout
@@ -59,12 +70,24 @@ def run(binary: Path, *args: str) -> str:
 
 def build_base(rev: str, tmp: Path) -> Path:
     tree, prefix = tmp / "base", tmp / "prefix"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), rev], check=True)
-    subprocess.run([PY, str(tree / "abi" / "build_abi.py"), "--prefix", str(prefix)], check=True, stdout=sys.stderr)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), rev], check=True
+    )
+    subprocess.run(
+        [PY, str(tree / "abi" / "build_abi.py"), "--prefix", str(prefix)], check=True, stdout=sys.stderr
+    )
     out = tmp / "bin"
     subprocess.run(
-        ["make", "-s", "-C", str(ROOT / "bindings" / "c"), f"PREFIX={prefix}", f"OUT={out}", f"PY={PY}",
-         str(out / "bench_abi")],
+        [
+            "make",
+            "-s",
+            "-C",
+            str(ROOT / "bindings" / "c"),
+            f"PREFIX={prefix}",
+            f"OUT={out}",
+            f"PY={PY}",
+            str(out / "bench_abi"),
+        ],
         check=True,
     )
     return out / "bench_abi"
@@ -73,32 +96,60 @@ def build_base(rev: str, tmp: Path) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", metavar="REV")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=16)
     ap.add_argument("--cold-runs", type=int, default=7)
-    ap.add_argument("--transactions", type=int, default=200_000)
-    ap.add_argument("--crossings", type=int, default=1_000_000)
+    ap.add_argument("--transactions", type=int, default=5_000)
+    ap.add_argument("--crossings", type=int, default=50_000)
+    ap.add_argument("--py-calls", type=int, default=4_000, help="timed calls of each Python API row per run")
+    ap.add_argument("--cpu", default="auto")
+    ap.add_argument("--instructions", action="store_true")
+    ap.add_argument("--count", type=int, default=1_000, help="--instructions: transactions counted")
     args = ap.parse_args()
-    steady = ["--summary", "--transactions", str(args.transactions), "--crossings", str(args.crossings)]
+    cpu = pin_cpu(args.cpu)
+    steady = [
+        "--summary",
+        "--transactions", str(args.transactions),
+        "--crossings", str(args.crossings),
+        "--py-calls", str(args.py_calls),
+    ]  # fmt: skip
 
     with tempfile.TemporaryDirectory(prefix="kelpie-bench-abi-") as tmp:
         benches = {"this tree": ROOT / "build" / "abi" / "bin" / "bench_abi"}
         try:
             if args.base:
                 benches = {f"base {args.base}": build_base(args.base, Path(tmp)), **benches}
+            if args.instructions:
+                counts = {}
+                for name, binary in benches.items():
+                    zero, n = (
+                        callgrind_instructions([str(binary), "--count", str(k)]) for k in (0, args.count)
+                    )
+                    counts[name] = (n - zero) / args.count
+                print(
+                    f"instructions per full transaction through the ABI (callgrind, {args.count} transactions)"
+                )
+                for name, value in counts.items():
+                    print(f"  {name:30}{value:14,.0f}")
+                if len(counts) == 2:
+                    print(f"  {'this/base':30}{counts['this tree'] / counts[f'base {args.base}']:14.3f}")
+                return
+            load_before = os.getloadavg()
             cold: dict[str, list[dict[str, float]]] = {name: [] for name in benches}
             warm: dict[str, list[dict[str, float]]] = {name: [] for name in benches}
             last = ""
-            for _ in range(max(1, args.cold_runs)):  # interleaved: base, this, base, this, ...
-                for name, binary in benches.items():
-                    cold[name].append(figures(run(binary, "--cold")))
-            for _ in range(max(1, args.rounds)):
-                for name, binary in benches.items():
-                    last = run(binary, *steady)
+            for r in range(max(1, args.cold_runs)):
+                for name in abba(list(benches), r):
+                    cold[name].append(figures(run(benches[name], "--cold", cpu=cpu)))
+            for r in range(max(1, args.rounds)):
+                for name in abba(list(benches), r):
+                    last = run(benches[name], *steady, cpu=cpu)
                     warm[name].append(figures(last.splitlines()[-1].removeprefix("summary ")))
+            load_after = os.getloadavg()
         finally:
             if args.base:
                 subprocess.run(
-                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(Path(tmp) / "base")], check=False
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(Path(tmp) / "base")],
+                    check=False,
                 )
 
     if not args.base:
@@ -112,16 +163,23 @@ def main() -> None:
             if key not in medians[name]:
                 medians[name][key] = statistics.median(r[key] for r in warm[name])
     print(
-        f"medians: cold start over {args.cold_runs} processes, the rest over {args.rounds} runs of "
-        f"{args.transactions} transactions (per engine)"
+        f"bench_abi {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: medians; cold start over "
+        f"{args.cold_runs} processes, the rest over {args.rounds} runs of {args.transactions} transactions "
+        f"per library, ABBA-interleaved, {'pinned to CPU ' + cpu if cpu is not None else 'not pinned'}; load "
+        f"average before {' '.join(f'{x:.1f}' for x in load_before)}, after {' '.join(f'{x:.1f}' for x in load_after)}"
     )
     head = f"  {'':52}" + "".join(f"{n[:18]:>19}" for n in names)
-    print(head + (f"{'this/base':>11}" if len(names) == 2 else "") + "   target")
+    print(head + (f"{'this/base [95% CI]':>26}" if len(names) == 2 else "") + "   target")
     for key, label, unit, target in ROWS:
         row = f"  {label:52}" + "".join(f"{medians[n][key]:15.1f} {unit:>3}" for n in names)
         if len(names) == 2:
-            base = medians[names[0]][key]
-            row += f"{medians['this tree'][key] / base:11.2f}" if base else f"{'':11}"
+            runs = cold if key in ("cold_ms", "first_tx_ms") else warm
+            base_runs = [r[key] for r in runs[names[0]]]
+            row += (
+                f"{ratio_cell(base_runs, [r[key] for r in runs['this tree']]):>26}"
+                if all(base_runs)
+                else f"{'':26}"
+            )
         if target is not None:
             met = medians["this tree"][key] <= target
             row += f"   <= {target:g} {unit}: {'met' if met else 'NOT met'}"

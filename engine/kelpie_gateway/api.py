@@ -7,12 +7,12 @@ the two so ``gw.begin_mcp`` exists as the contract names it, without the coordin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from . import mcp
 from .errors import JsonObject
-from .gateway import GatewayCore, step_json
+from .gateway import GatewayCore
 
 
 class Gateway(GatewayCore):
@@ -29,8 +29,11 @@ class Gateway(GatewayCore):
         JSON-RPC response (``null`` with ``httpStatus: 202`` for a notification)."""
         return mcp.begin(self, message)
 
-    def call_json(self, operation: str, argument: Any) -> bytes:
-        """The C ABI's entry (see :meth:`GatewayCore.call_json`), ``begin_mcp`` included."""
-        if operation == "begin_mcp":
-            return step_json(self._begin_step(argument, mcp.FRONTEND))
-        return super().call_json(operation, argument)
+    def _begin_mcp_step(self, message: Any) -> JsonObject:
+        return self._begin_step(message, mcp.FRONTEND)
+
+    _JSON_OPS: ClassVar[dict[str, Callable[[Any, Any], JsonObject]]] = {
+        **GatewayCore._JSON_OPS,
+        "begin_mcp": _begin_mcp_step,
+    }
+    """:meth:`~GatewayCore.call_json`'s operations, ``begin_mcp`` (the C ABI's) included."""

@@ -41,7 +41,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 import orjson
 
@@ -51,7 +51,7 @@ from .config import Config, Extension, parse_config
 from .errors import ERROR_CODES, GatewayPendingError, JsonObject, Refusal, failure, rejected, success
 from .refs import RefError, RefStore
 from .schema import METHODS, TIMEOUT_DEFAULT_MS, ParamError, validate_request
-from .transaction import AUTHORIZE_STATES, DISPATCH_STATES, PendingStep, Transaction
+from .transaction import ACCEPTS, AUTHORIZE_STATES, DISPATCH_STATES, PendingStep, Transaction
 
 Render = Callable[[JsonObject], Any]
 Clock = Callable[[], float]
@@ -107,7 +107,7 @@ _CANONICAL: Final = _Canonical()
 
 
 def _pend(txn: Transaction, step: PendingStep) -> PendingStep:
-    step.json = None  # made on first need (the C ABI's step_json, a copy that cannot be made directly)
+    step.json = None  # made on first need (the C ABI's call_json, a copy that cannot be made directly)
     txn.pending = step
     return step
 
@@ -116,11 +116,7 @@ def _pending_json(step: PendingStep) -> bytes:
     """A pending step's JSON text, serialised once (on first need) and kept for every later ``next``."""
     text = step.json
     if text is None:
-        try:
-            text = orjson.dumps(step)
-        except orjson.JSONEncodeError:  # lone surrogates: repaired (jsonio.dumps)
-            text = jsonio.dumps(step)
-        step.json = text
+        text = step.json = jsonio.dumps(step)
     return text
 
 
@@ -167,16 +163,6 @@ def _own(step: JsonObject) -> JsonObject:
     if type(step) is PendingStep:
         return _copy_pending(step)
     return step
-
-
-def step_json(step: JsonObject) -> bytes:
-    """What the C ABI returns: the step's JSON text (a pending step's is made once and kept)."""
-    if type(step) is PendingStep:
-        return _pending_json(step)
-    try:
-        return orjson.dumps(step)
-    except orjson.JSONEncodeError:  # lone surrogates (from a Python caller's strings): repaired
-        return jsonio.dumps(step)
 
 
 _DIGESTS: dict[bytes, str] = {}
@@ -253,7 +239,7 @@ class GatewayCore:
         answer, so the caller always gets a step."""
         return _own(self._begin_step(message, frontend))
 
-    def _begin_step(self, message: Any, frontend: Frontend) -> JsonObject:
+    def _begin_step(self, message: Any, frontend: Frontend = _CANONICAL) -> JsonObject:
         lock = self._lock  # acquire/release: cheaper than a with block on the hot path
         lock.acquire()
         try:
@@ -349,21 +335,27 @@ class GatewayCore:
             except Exception as exc:
                 return self._abort(exc)
 
+    _JSON_OPS: ClassVar[dict[str, Callable[[Any, Any], JsonObject]]] = {
+        "advance": _advance_step,
+        "begin": _begin_step,
+        "next": _next_step,
+        "cancel": _cancel_step,
+    }
+    """:meth:`call_json`'s operations: the step function each one runs (a subclass adds its own)."""
+
     def call_json(self, operation: str, argument: Any) -> bytes:
         """The C ABI's entry (``abi/shims.py``; not part of the Python API of §11): run ``operation``
         (``begin``, ``next``, ``advance`` or ``cancel``; :class:`~kelpie_gateway.Gateway` adds
         ``begin_mcp``) on ``argument`` and return the step as compact UTF-8 JSON — byte for byte
         ``dumps(getattr(self, operation)(argument))``, without the Python API's copy of a pending step.
         Raises ``ValueError`` for an unknown operation (a caller's bug); never for bad input."""
-        if operation == "advance":
-            return step_json(self._advance_step(argument))
-        if operation == "begin":
-            return step_json(self._begin_step(argument, _CANONICAL))
-        if operation == "next":
-            return step_json(self._next_step(argument))
-        if operation == "cancel":
-            return step_json(self._cancel_step(argument))
-        raise ValueError(f"unknown operation {operation!r}")
+        run = self._JSON_OPS.get(operation)  # one lookup, no chain of comparisons or super() call
+        if run is None:
+            raise ValueError(f"unknown operation {operation!r}")
+        step = run(self, argument)
+        if type(step) is PendingStep:  # its text is made once and kept
+            return _pending_json(step)
+        return jsonio.dumps(step)
 
     def watch_direct_lane(self, watcher: Callable[[bool], None] | None) -> None:
         """Call ``watcher(busy)`` whenever the direct lane is taken (True) or freed (False), under the
@@ -485,7 +477,10 @@ class GatewayCore:
             # An independent copy (later edits by the caller change nothing), the same 4 MiB cap and the
             # same refusal of lone surrogates as JSON text.
             try:
-                request = jsonio.loads(orjson.dumps(request))
+                text = orjson.dumps(request)
+                # orjson's own output is valid JSON without lone surrogates: only the cap can refuse it
+                # (jsonio.loads words that refusal)
+                request = orjson.loads(text) if len(text) <= jsonio.MAX_REQUEST_BYTES else jsonio.loads(text)
             except orjson.JSONEncodeError as exc:
                 env = failure(_request_id(request), "INVALID_REQUEST", f"not JSON data: {exc}")
                 return self.complete_now(env, render)
@@ -735,7 +730,7 @@ class GatewayCore:
         try:
             self._precheck(txn, txn.tab_id)
             planned = self._plan(txn)
-            endpoint, params = natives.native_call(planned, self._natives)
+            endpoint, params = natives.BUILDERS[planned.method](planned, self._natives)
         except Refusal as exc:  # after a dispatched switch-tab the selection may have changed
             env = failure(txn.request_id, exc.code, exc.message, may_have_completed=txn.dispatched_mutation)
             return self._finish(txn, env)
@@ -883,7 +878,16 @@ class GatewayCore:
         txn.fire("finish")
         self._release(txn)
         txn.seq += 1
-        return self._complete_step(txn.id, txn.seq, envelope, txn.render, self._audit(txn, envelope))
+        render = txn.render
+        if render is None:  # _complete_step, inlined for the canonical frontend
+            return {
+                "step": "complete",
+                "transaction": txn.id,
+                "seq": txn.seq,
+                "response": envelope,
+                "audit": self._audit(txn, envelope),
+            }
+        return self._complete_step(txn.id, txn.seq, envelope, render, self._audit(txn, envelope))
 
     # ================================================================== advance / cancel
     def _parse_host(self, data: Any, cap: int) -> tuple[Any, int]:
@@ -959,9 +963,10 @@ class GatewayCore:
             return rejected(
                 "STALE_STEP", f"no pending step {tid!r} seq {seq}; late, duplicated or forged result ignored"
             )
-        if txn.accepts("retire"):
+        accepts = ACCEPTS[txn.state]  # Transaction.accepts, one lookup for both questions
+        if "retire" in accepts:
             return self._retire(txn)
-        if not txn.accepts("advance"):
+        if "advance" not in accepts:
             return rejected("STALE_STEP", f"transaction {tid!r} is not waiting for a result")
         if txn.state in AUTHORIZE_STATES:
             return self._on_authorization(txn, result)
@@ -1100,7 +1105,8 @@ class GatewayCore:
                     f"tab {tab!r} changed while it was being read; the result was discarded",
                 ),
             )
-        shaped = results.shape(txn.planned, result)
+        planned = txn.planned
+        shaped = results.SHAPERS[planned.method](planned, result)
         return self._finish(txn, success(txn.request_id, self._record(shaped)))
 
     def _record(self, shaped: results.Shaped) -> JsonObject:

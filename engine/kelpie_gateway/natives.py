@@ -145,9 +145,6 @@ BUILDERS: Final[dict[str, Builder]] = {
     "tab.screenshot": _screenshot,
     "extension.call": _extension_call,
 }
-"""Every dispatched canonical method's native call (the same keys as :data:`results.SHAPERS`)."""
-
-
-def native_call(planned: Planned, ctx: Context) -> NativeCall:
-    """``(endpoint, params)`` for ``planned``'s main dispatch; raises :class:`Refusal` for refs."""
-    return BUILDERS[planned.method](planned, ctx)
+"""Every dispatched canonical method's native call (the same keys as :data:`results.SHAPERS`):
+``BUILDERS[planned.method](planned, ctx)`` is ``(endpoint, params)`` of the main dispatch; raises
+:class:`Refusal` for refs. The gateway looks it up itself (no wrapper: one call fewer per transaction)."""

@@ -352,9 +352,5 @@ SHAPERS: Final[dict[str, Shaper]] = {
     "extension.call": _extension_call,
 }
 """Every dispatched canonical method's shaper (``documentation`` and ``capabilities`` are answered by the
-gateway itself and dispatch nothing)."""
-
-
-def shape(planned: Planned, result: JsonObject) -> Shaped:
-    """Shape ``result`` (a native ``{success: true, …}``) for ``planned``; raises :class:`Refusal`."""
-    return SHAPERS[planned.method](planned, result)
+gateway itself and dispatch nothing): ``SHAPERS[planned.method](planned, result)`` shapes a native
+``{success: true, …}`` result into a :class:`Shaped`; raises :class:`Refusal`."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -153,3 +154,44 @@ def test_invalidate_refs_ignores_non_strings() -> None:
     gw = make()
     gw.invalidate_refs(123)  # type: ignore[arg-type]
     _usable(gw)
+
+
+_request_like = st.fixed_dictionaries(
+    {"version": st.sampled_from([1, 1, 1, 2, "1", True, 1.0])},
+    optional={
+        "id": st.none() | st.integers(-(2**63), 2**64 - 1) | st.text(max_size=6) | st.floats(allow_nan=False),
+        "method": st.sampled_from(["tabs.list", "tab.snapshot", "tab.click", "tabs.open", "nope", ""]) | st.text(),
+        "params": st.dictionaries(
+            st.sampled_from(["tabId", "timeoutMs", "url", "ref", "maxElements", "x"]), json_values, max_size=3
+        )
+        | json_values,
+        "extra": json_values,
+    },
+)
+
+
+@given(_request_like | st.dictionaries(st.text(max_size=8), json_values, max_size=4))
+@settings(max_examples=examples(200), deadline=None)
+def test_a_python_request_gets_exactly_the_step_of_its_json_text(request: Any) -> None:
+    """``begin`` with a Python dict parses orjson's own text directly (the fast path of a dict request,
+    docs/engine.md "Performance"); the JSON text of the same request goes through ``jsonio.loads``.
+    Both must answer the same step, refusals and their audit included (any JSON a dict can hold: floats,
+    64-bit integers, nesting; lone surrogates are refused by both but worded differently, and excluded)."""
+    clock = lambda: 0.0  # noqa: E731  (audit.elapsedMs equal on both sides)
+    as_object, as_text = make(clock=clock), make(clock=clock)
+    try:
+        text = json.dumps(request, allow_nan=False)
+    except ValueError:
+        return
+    assert as_object.begin(request) == as_text.begin(text)
+
+
+def test_a_python_request_over_the_cap_is_refused_like_its_json_text() -> None:
+    big = req("tab.type", tabId="A", ref="s1e1", text="x" * (4 * 1024 * 1024))
+    clock = lambda: 0.0  # noqa: E731
+    step = make(clock=clock).begin(big)
+    assert step["response"]["error"]["code"] == "REQUEST_TOO_LARGE"
+    as_text = make(clock=clock).begin(orjson.dumps(big))  # the same compact text: the same size
+    assert step["response"]["error"] == as_text["response"]["error"]
+    assert step["response"]["id"] == 1  # a dict's id is readable without parsing; text's is not (None)
+    assert as_text["response"]["id"] is None
