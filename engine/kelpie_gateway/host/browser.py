@@ -725,13 +725,13 @@ class ChromiumRenderer:
 
     async def _new_tab(self, params: Mapping[str, Any]) -> JsonObject:
         assert self._context is not None
+        deadline = _deadline(params)
         page = await self._context.new_page()
         tab = self._adopt(page)
         self._selected = tab.tab_id
         await self._ready(tab)
         url = params.get("url")
         if isinstance(url, str) and url and url != "about:blank":
-            deadline = _deadline(params)
             await page.goto(url, wait_until="load", timeout=_timeout(params))
             await self._first_layout(tab, deadline)
         return {"success": True, "tabId": tab.tab_id, "generation": tab.generation}
@@ -749,6 +749,7 @@ class ChromiumRenderer:
         return {"success": True}
 
     async def _navigate(self, params: Mapping[str, Any]) -> JsonObject:
+        deadline = _deadline(params)  # before a crashed tab's revival: it counts against timeoutMs too
         tab = self._tab(params)
         if isinstance(tab, dict):
             return tab
@@ -765,7 +766,6 @@ class ChromiumRenderer:
                     "tab.navigate tries again, tabs.close closes it",
                     mayHaveCompleted=False,
                 )
-        deadline = _deadline(params)
         await tab.page.goto(url, wait_until="load", timeout=_timeout(params))
         await self._first_layout(tab, deadline)
         return {"success": True, "tabId": tab.tab_id, "generation": tab.generation, "url": tab.page.url}
