@@ -215,6 +215,19 @@ def test_clipped_by_an_overflow_hidden_ancestor_is_offscreen(page: Page, fixture
     assert labelled(snap, "Slid away")["states"] == ["offscreen"]
 
 
+def test_offscreen_of_many_elements_sharing_clipping_and_fixed_ancestors(page: Page, fixtures_site: Site) -> None:
+    # The reader reads each ancestor's clip, overflow and position once per read and reuses them for every
+    # element below it: each link's label says what it must be, in every mix of shared clipping, fixed and
+    # visually-hidden ancestors, read in one snapshot.
+    g = open_tab(page, fixtures_site, "offscreen-shared.html")
+    snap = g.snapshot()
+    links = [e for e in snap["elements"] if e["role"] == "link"]
+    assert len(links) == 16
+    for link in links:
+        offscreen = "offscreen" in link.get("states", [])
+        assert offscreen is link["label"].startswith("off"), link
+
+
 # ---------------------------------------------------------------- priority, continuation, scope
 
 

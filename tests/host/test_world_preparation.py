@@ -69,6 +69,21 @@ def test_the_first_snapshot_after_a_navigation_reads_the_new_document(browser_ho
     ok(browser_host, "tabs.close", {"tabId": tab})
 
 
+def test_a_navigation_to_a_page_busy_after_load_is_answered_loaded_within_its_timeout(browser_host: Host) -> None:
+    # tab.navigate waits, after load, for the document's first style and layout (docs/host.md "Navigate:
+    # load, then the first layout") — but never past its own timeoutMs: this page blocks its renderer for
+    # 6 s right after load, so the wait runs out and the navigation is answered as loaded (not TIMEOUT,
+    # which a wait bounded only by the gateway's deadline would give), and the tab stays usable.
+    tab = open_tab(browser_host, "click.html")
+    url = browser_host.site("busy-after-load.html")
+    went = call(browser_host, "tab.navigate", {"tabId": tab, "url": url, "timeoutMs": 3000})
+    assert went["success"], went
+    assert went["result"]["url"] == url
+    snap = ok(browser_host, "tab.snapshot", {"tabId": tab, "timeoutMs": 20000})  # after the page lets go
+    assert snap["title"] == "Busy after load" and "Still here" in labels(snap), snap
+    ok(browser_host, "tabs.close", {"tabId": tab})
+
+
 def test_history_traversal_documents_are_read_and_acted_on(browser_host: Host) -> None:
     tab = open_tab(browser_host, "form.html")
     before = labels(ok(browser_host, "tab.snapshot", {"tabId": tab}))

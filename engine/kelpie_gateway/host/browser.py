@@ -102,6 +102,14 @@ the world of every new top-level document and runs this in it before any page sc
 PRELOAD = preload_script(PRELOADED)
 """The same installation run with ``Runtime.evaluate`` when a document commits that was created before the
 tab's registration took effect (a popup's first document)."""
+FIRST_LAYOUT = "void (document.documentElement && document.documentElement.getBoundingClientRect())"
+"""Run in the tab's world once a navigation reached ``load``: it waits behind a rendering update Chromium
+already queued for the new document, or else makes the document's style and layout itself. Either way the
+first rendering of a loaded document is paid by ``tab.navigate`` (or ``tabs.open`` with a url), never by
+whichever call comes next (docs/host.md "Navigate: load, then the first layout")."""
+FIRST_LAYOUT_MARGIN_S = 0.5
+"""How much of a navigation's ``timeoutMs`` the first-layout wait leaves unused, so that a document busy
+after ``load`` still gets its navigation answered (as loaded) before the gateway's deadline."""
 VIEWPORT = {"width": 1280, "height": 800}
 
 
@@ -717,6 +725,7 @@ class ChromiumRenderer:
 
     async def _new_tab(self, params: Mapping[str, Any]) -> JsonObject:
         assert self._context is not None
+        deadline = _deadline(params)
         page = await self._context.new_page()
         tab = self._adopt(page)
         self._selected = tab.tab_id
@@ -724,6 +733,7 @@ class ChromiumRenderer:
         url = params.get("url")
         if isinstance(url, str) and url and url != "about:blank":
             await page.goto(url, wait_until="load", timeout=_timeout(params))
+            await self._first_layout(tab, deadline)
         return {"success": True, "tabId": tab.tab_id, "generation": tab.generation}
 
     async def _close_tab(self, params: Mapping[str, Any]) -> JsonObject:
@@ -739,6 +749,7 @@ class ChromiumRenderer:
         return {"success": True}
 
     async def _navigate(self, params: Mapping[str, Any]) -> JsonObject:
+        deadline = _deadline(params)  # before a crashed tab's revival: it counts against timeoutMs too
         tab = self._tab(params)
         if isinstance(tab, dict):
             return tab
@@ -756,7 +767,29 @@ class ChromiumRenderer:
                     mayHaveCompleted=False,
                 )
         await tab.page.goto(url, wait_until="load", timeout=_timeout(params))
+        await self._first_layout(tab, deadline)
         return {"success": True, "tabId": tab.tab_id, "generation": tab.generation, "url": tab.page.url}
+
+    async def _first_layout(self, tab: Tab, deadline: float) -> None:
+        """After ``load``: wait until the document has had its first style and layout (:data:`FIRST_LAYOUT`),
+        bounded by the navigation's deadline (``deadline``, loop time) less :data:`FIRST_LAYOUT_MARGIN_S`.
+        Best effort: a document still busy then, or a world that cannot be had, leaves the navigation
+        answered as loaded, and the layout to whichever call comes next, as before."""
+        left = deadline - FIRST_LAYOUT_MARGIN_S - asyncio.get_running_loop().time()
+        if left <= 0 or tab.crashed:
+            return
+
+        async def lay_out() -> None:
+            world = await self._world(tab, WORLD_NAME)
+            await world.cdp.send(
+                "Runtime.evaluate",
+                {"expression": FIRST_LAYOUT, "contextId": world.context_id, "returnByValue": True},
+            )
+
+        waited = asyncio.ensure_future(lay_out())
+        waited.add_done_callback(lambda done: done.cancelled() or done.exception())  # may finish after us
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            await asyncio.wait_for(asyncio.shield(waited), left)
 
     async def _screenshot(self, params: Mapping[str, Any]) -> JsonObject:
         tab = self._live_tab(params)
@@ -955,6 +988,11 @@ def _unavailable(why: str, cdp_endpoint: str | None = None) -> JsonObject:
     else:
         message = f"the browser exited and could not be relaunched ({why}); nothing was run"
     return fail("BROWSER_UNAVAILABLE", message, mayHaveCompleted=False)
+
+
+def _deadline(params: Mapping[str, Any]) -> float:
+    """The loop time at which the call's ``timeoutMs`` (the gateway's deadline) runs out, from now."""
+    return asyncio.get_running_loop().time() + (_timeout(params) - 1_000) / 1000
 
 
 def _timeout(params: Mapping[str, Any]) -> float:

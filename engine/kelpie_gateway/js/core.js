@@ -116,13 +116,14 @@ function isRendered(el) {
   let r = renderedCache.get(el);
   if (r !== undefined) return r;
   const st = styleOf(el);
-  if (!st || st.display === "none" || NOT_RENDERED_TAGS.has(tagOf(el))) r = false;
+  const tag = tagOf(el);
+  if (!st || st.display === "none" || NOT_RENDERED_TAGS.has(tag)) r = false;
   else if (st.display === "contents") {
     const p = flatParent(el);
     r = p ? isRendered(p) : true;
-  } else if ((tagOf(el) === "option" || tagOf(el) === "optgroup") && el.closest("select")) {
+  } else if ((tag === "option" || tag === "optgroup") && el.closest("select")) {
     r = isRendered(el.closest("select")); // options of a drop-down have no box of their own
-  } else if (tagOf(el) === "area") {
+  } else if (tag === "area") {
     const map = el.closest("map");
     r = !!map && (styleOf(map) || {}).display !== "none";
   } else if (typeof el.checkVisibility === "function") r = el.checkVisibility();
@@ -146,13 +147,22 @@ function isHiddenForAria(el) {
   hiddenCache.set(el, r);
   return r;
 }
+// Editability is asked up to five times per element that a walk tests in full (its role, its
+// interactivity, its priority class, the descent), and each `isContentEditable` is a style-checked DOM
+// call. During a walk (`walkDocument`: no page code runs in it, so nothing can change) it is read once
+// per element; outside one — an action after focus, where the page's handlers may have changed it — it
+// is always read afresh.
+let editableCache = null;
 function isEditable(el) {
-  return !!el.isContentEditable;
+  if (editableCache === null) return !!el.isContentEditable;
+  let r = editableCache.get(el);
+  if (r === undefined) editableCache.set(el, (r = !!el.isContentEditable));
+  return r;
 }
 function isEditingHost(el) {
   if (!isEditable(el)) return false;
   const p = el.parentElement;
-  return !p || !p.isContentEditable;
+  return !p || !isEditable(p);
 }
 function textSecured(el) {
   const st = styleOf(el);
@@ -832,7 +842,7 @@ function walkDocument(doc, cb, start, elements) {
     if (!ctx.text || cb.full()) {
       if (!ctx.elements && !cb.root) return; // a text-only walk (ensureText) has nothing left to read here
       // No more text to read: an element that cannot matter is descended into unsettled.
-      const editable = isEditable(el);
+      const editable = !!el.isContentEditable; // asked once here: not worth a cache entry
       if (!mustSettle(el, tag, ctx.elements, editable)) {
         if (tag === "br" || VALUE_CONTEXT_TAGS.has(tag)) return;
         lazyChildren(el, tag, depth, editable ? NOTHING_TO_READ : ctx, { el, up: pending, ok: undefined });
@@ -887,8 +897,14 @@ function walkDocument(doc, cb, start, elements) {
     else if (atomic && inner.text) cb.space();
   };
   const ctx = { text: true, elements };
-  if (start) visit(start, 0, ctx, null);
-  else if (doc.documentElement) visit(doc.documentElement, 0, ctx, null);
+  const outer = editableCache;
+  if (outer === null) editableCache = new Map();
+  try {
+    if (start) visit(start, 0, ctx, null);
+    else if (doc.documentElement) visit(doc.documentElement, 0, ctx, null);
+  } finally {
+    editableCache = outer;
+  }
   return cut;
 }
 // The options (and optgroup labels) of a listed <select>, as elements of their own right after it
@@ -1126,7 +1142,75 @@ function caretToEnd(view, doc, el) {
 }
 // No part of the element's box can be scrolled into the viewport: left of or above the scroll origin,
 // beyond the scrollable area, a fixed box outside the viewport, or clipped away by an overflow-clipping
-// (or `clip: rect(0 0 0 0)`) ancestor.
+// (or `clip: rect(0 0 0 0)`) ancestor. A read describes up to 200 elements that mostly share their
+// ancestors, and a computed-style property read costs microseconds: what an ancestor contributes (its
+// clip, overflow, position and, when it clips, its box) and each document's scroll geometry are read once
+// per run (nothing runs between the reads of one describe pass, so they cannot change in between).
+const clipCache = new Map();
+function clipFacts(a) {
+  let f = clipCache.get(a);
+  if (f !== undefined) return f;
+  const st = styleOf(a);
+  if (!st) {
+    f = null;
+  } else {
+    const raw = st.raw;
+    const position = raw.position;
+    const ox = raw.overflowX;
+    const oy = raw.overflowY;
+    const cx = ox === "hidden" || ox === "clip";
+    const cy = oy === "hidden" || oy === "clip";
+    f = {
+      zero: raw.clip === "rect(0px, 0px, 0px, 0px)" && position !== "static",
+      cx, cy, fixed: position === "fixed", rect: null, el: a,
+    };
+  }
+  clipCache.set(a, f);
+  return f;
+}
+const scrollCache = new Map();
+function scrollFacts(doc, view, root) {
+  let f = scrollCache.get(doc);
+  if (f === undefined) {
+    const se = doc.scrollingElement || root;
+    f = {
+      sx: view.scrollX, sy: view.scrollY, cw: root.clientWidth, ch: root.clientHeight,
+      sw: se.scrollWidth, sh: se.scrollHeight,
+    };
+    scrollCache.set(doc, f);
+  }
+  return f;
+}
+// What the ancestors of `a` (in its document, flat tree) do to a box inside them, up to and including the
+// first `position: fixed` one: {zero (a `clip: rect(0 0 0 0)` one), clips: [clip facts of the overflow-
+// clipping ones], fixed}. Kept per element for the run: the elements of one read share most ancestors.
+const aboveCache = new Map();
+function clipsAbove(a) {
+  const doc = a.ownerDocument;
+  const path = [];
+  let known = null;
+  for (let e = a; ; ) {
+    const p = flatParent(e);
+    if (!p || p.ownerDocument !== doc) { known = { zero: false, clips: [], fixed: false }; break; }
+    path.push(e);
+    const up = aboveCache.get(e);
+    if (up !== undefined) { path.pop(); known = up; break; }
+    e = p;
+  }
+  // `path` holds elements whose summaries are missing, innermost first; fill them outermost first.
+  for (let i = path.length - 1; i >= 0; i--) {
+    const p = flatParent(path[i]);
+    const f = clipFacts(p);
+    let up;
+    if (!f) up = known;
+    else if (f.fixed) up = { zero: f.zero, clips: f.cx || f.cy ? [f] : [], fixed: true };
+    else if (!f.zero && !f.cx && !f.cy) up = known;
+    else up = { zero: f.zero || known.zero, clips: f.cx || f.cy ? [f, ...known.clips] : known.clips, fixed: known.fixed };
+    aboveCache.set(path[i], up);
+    known = up;
+  }
+  return known;
+}
 function isOffscreen(el) {
   let box = el;
   if ((tagOf(el) === "option" || tagOf(el) === "optgroup") && el.closest("select")) {
@@ -1137,32 +1221,30 @@ function isOffscreen(el) {
   const doc = box.ownerDocument;
   const view = doc.defaultView;
   let fixed = false;
-  for (let a = box; a && a.ownerDocument === doc; a = flatParent(a)) {
-    const st = styleOf(a);
-    if (!st) continue;
-    const raw = st.raw;
-    if (raw.clip === "rect(0px, 0px, 0px, 0px)" && raw.position !== "static") return true;
-    if (a !== box) {
-      const cx = raw.overflowX === "hidden" || raw.overflowX === "clip";
-      const cy = raw.overflowY === "hidden" || raw.overflowY === "clip";
-      if (cx || cy) {
-        const ar = a.getBoundingClientRect();
-        if (cx && (r.right <= ar.left || r.left >= ar.right)) return true;
-        if (cy && (r.bottom <= ar.top || r.top >= ar.bottom)) return true;
-      }
+  const own = clipFacts(box);
+  if (own && own.zero) return true;
+  if (own && own.fixed) {
+    fixed = true;
+  } else {
+    const up = clipsAbove(box);
+    if (up.zero) return true;
+    for (const f of up.clips) {
+      const ar = f.rect || (f.rect = f.el.getBoundingClientRect());
+      if (f.cx && (r.right <= ar.left || r.left >= ar.right)) return true;
+      if (f.cy && (r.bottom <= ar.top || r.top >= ar.bottom)) return true;
     }
-    if (raw.position === "fixed") { fixed = true; break; }
+    fixed = up.fixed;
   }
   const root = doc.documentElement;
   if (!view || !root) return false;
+  const g = scrollFacts(doc, view, root);
   if (fixed) {
-    return r.right <= 0 || r.bottom <= 0 || r.left >= root.clientWidth || r.top >= root.clientHeight;
+    return r.right <= 0 || r.bottom <= 0 || r.left >= g.cw || r.top >= g.ch;
   }
-  const x = r.left + view.scrollX;
-  const y = r.top + view.scrollY;
-  if (r.right + view.scrollX <= 0 || r.bottom + view.scrollY <= 0) return true;
-  const se = doc.scrollingElement || root;
-  return x >= Math.max(se.scrollWidth, root.clientWidth) || y >= Math.max(se.scrollHeight, root.clientHeight);
+  const x = r.left + g.sx;
+  const y = r.top + g.sy;
+  if (r.right + g.sx <= 0 || r.bottom + g.sy <= 0) return true;
+  return x >= Math.max(g.sw, g.cw) || y >= Math.max(g.sh, g.ch);
 }
 // The sorted `states` of an element (closed set; booleans a screen reader announces, never a value).
 function statesOf(el, info) {
