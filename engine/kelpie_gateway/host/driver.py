@@ -317,14 +317,8 @@ class Driver:
         self._inflight[transaction] = flight
         started = False
         try:
-            if self._ready is not None and not self._ready.done():
-                # The browser is still starting (``mcp``): its start-up is not the dispatch's time. A start
-                # that fails lets the call through, which answers BROWSER_UNAVAILABLE with nothing sent.
-                starting = asyncio.shield(self._ready)
-                # A failed start is answered by the call itself; retrieved even when a cancel came first.
-                starting.add_done_callback(lambda done: done.cancelled() or done.exception())
-                start_waits: set[asyncio.Future[Any]] = {starting, flight.preempt}
-                await asyncio.wait(start_waits, return_when=FIRST)
+            # The browser is still starting (``mcp``): its start-up is not the dispatch's time.
+            await self._started(flight.preempt)
             deadline = loop.time() + timeout_ms / 1000
             coming = None if flight.preempt.done() else self.renderer.available()
             if coming is not None:
@@ -353,16 +347,10 @@ class Driver:
             if not started:
                 del self._inflight[transaction]
         call = asyncio.ensure_future(self._call(method, params))
-        gave_up = asyncio.ensure_future(abandon.wait()) if abandon is not None else None
         try:
-            waits: set[asyncio.Future[Any]] = {call, flight.preempt}
-            if gave_up is not None:
-                waits.add(gave_up)
-            await asyncio.wait(waits, timeout=max(0.0, deadline - loop.time()), return_when=FIRST)
+            await self._wait_first(call, flight.preempt, abandon, deadline)
         finally:
             del self._inflight[transaction]
-            if gave_up is not None:
-                gave_up.cancel()
         if flight.preempt.done():
             answer: JsonObject = flight.preempt.result()
         elif call.done():
@@ -383,6 +371,38 @@ class Driver:
             self._late.add(watch)
             watch.add_done_callback(self._late.discard)
         return answer
+
+    async def _started(self, preempt: asyncio.Future[JsonObject], abandon: Abandon | None = None) -> None:
+        """While the browser is still starting (``mcp``): wait for the first of its start, ``preempt`` and
+        ``abandon`` (see :meth:`_wait_first`). A start that fails lets the call through, which answers
+        BROWSER_UNAVAILABLE with nothing sent (the failure is retrieved even when a cancel came first)."""
+        if self._ready is None or self._ready.done():
+            return
+        starting = asyncio.shield(self._ready)
+        starting.add_done_callback(lambda done: done.cancelled() or done.exception())
+        await self._wait_first(starting, preempt, abandon)
+
+    @staticmethod
+    async def _wait_first(
+        work: asyncio.Future[Any],
+        preempt: asyncio.Future[JsonObject],
+        abandon: Abandon | None = None,
+        deadline: float | None = None,
+    ) -> None:
+        """Wait for the first of: ``work`` done, ``preempt`` set (a crash, the browser's exit or an MCP
+        cancel), the transport giving up (``abandon``) and the loop time reaching ``deadline`` (None: no
+        deadline). Which one it was, the caller reads from those; nothing is cancelled but this wait's own
+        watch on ``abandon``."""
+        waits: set[asyncio.Future[Any]] = {work, preempt}
+        gave_up = asyncio.ensure_future(abandon.wait()) if abandon is not None else None
+        if gave_up is not None:
+            waits.add(gave_up)
+        timeout = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
+        try:
+            await asyncio.wait(waits, timeout=timeout, return_when=FIRST)
+        finally:
+            if gave_up is not None:
+                gave_up.cancel()
 
     def _not_run(self, step: Mapping[str, Any], result: JsonObject) -> JsonObject:
         """Answer dispatch ``step`` with ``result``, a failure saying nothing was run
@@ -409,14 +429,7 @@ class Driver:
         self._late.add(back)
         back.add_done_callback(self._late.discard)
         back.add_done_callback(lambda done: done.cancelled() or done.exception())
-        gave_up = asyncio.ensure_future(abandon.wait()) if abandon is not None else None
-        try:
-            waits: set[asyncio.Future[Any]] = {back, preempt} if gave_up is None else {back, preempt, gave_up}
-            timeout = max(0.0, deadline - asyncio.get_running_loop().time())
-            await asyncio.wait(waits, timeout=timeout, return_when=FIRST)
-        finally:
-            if gave_up is not None:
-                gave_up.cancel()
+        await self._wait_first(back, preempt, abandon, deadline)
         if back.done():
             if back.cancelled() or back.exception() is not None:  # the renderer promises not to raise
                 return fail(
