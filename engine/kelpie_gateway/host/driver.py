@@ -26,6 +26,9 @@ Liveness (CONTRACT.md §5 "Retirement is bounded", ARCHITECTURE.md host rules 1.
   reports ``{"transaction","retire":"renderer-closed"}``. A crash or browser exit retires it at once.
 * A response the HTTP layer could not deliver is reported with :meth:`Driver.undelivered` (the gateway
   then requires a reconcile of the mutated tab).
+* While ``kelpie-gateway mcp`` is still starting the browser, a call that needs it is admitted (its
+  ``authorize`` step answered) only once the browser is up: the engine issues the dispatch, and its
+  deadline starts, when something can run it, so a timeout afterwards gets the whole retirement grace.
 * Before a call starts, a browser that exited is awaited (``Renderer.available``: its relaunch or
   reattach) within the dispatch's own deadline; if it cannot start or is not back in time, or the
   transport gave up meanwhile, the dispatch is answered as *not run* (``BROWSER_UNAVAILABLE`` or
@@ -284,6 +287,11 @@ class Driver:
                 continue
             if kind == "authorize":
                 target = step.get("target") or target
+                if self._ready is not None and not self._ready.done() and _needs_browser(step):
+                    done = await self._admit_after_start(step, abandon)
+                    if done is not None or (abandon is not None and abandon.abandoned):
+                        step = done or step  # complete, or the loop cancels the authorization
+                        continue
                 step = self.gateway.advance(
                     {"transaction": step["transaction"], "seq": step["seq"], "result": self.authorize(step)}
                 )
@@ -317,7 +325,8 @@ class Driver:
         self._inflight[transaction] = flight
         started = False
         try:
-            # The browser is still starting (``mcp``): its start-up is not the dispatch's time.
+            # Without an authorize step (_started there) the first start is awaited here: its start-up is
+            # not the dispatch's time, though the engine's deadline already runs.
             await self._started(flight.preempt)
             deadline = loop.time() + timeout_ms / 1000
             coming = None if flight.preempt.done() else self.renderer.available()
@@ -381,6 +390,23 @@ class Driver:
         starting = asyncio.shield(self._ready)
         starting.add_done_callback(lambda done: done.cancelled() or done.exception())
         await self._wait_first(starting, preempt, abandon)
+
+    async def _admit_after_start(self, step: Mapping[str, Any], abandon: Abandon | None) -> JsonObject | None:
+        """``step`` authorizes a call that needs the browser while it is still starting (``mcp``): wait for
+        the start before admitting it, so the dispatch is issued — and its ``timeoutMs`` starts, in the
+        engine as in the host — only once a browser is there. Otherwise a call that waited for the start
+        and then timed out was already overdue for the engine, and its page's script was stopped (or its
+        tab closed) at once instead of after the retirement grace (docs/contract-notes.md). Meanwhile the
+        call is in flight: an MCP cancel completes it (the engine cancels the authorization: nothing was
+        dispatched, ``mayHaveCompleted:false``); that ``complete`` step is returned, else None."""
+        transaction = step["transaction"]
+        flight = _Inflight(None, asyncio.get_running_loop().create_future())
+        self._inflight[transaction] = flight
+        try:
+            await self._started(flight.preempt, abandon)
+        finally:
+            del self._inflight[transaction]
+        return flight.preempt.result() if flight.preempt.done() else None
 
     @staticmethod
     async def _wait_first(
@@ -522,6 +548,13 @@ class Driver:
         lane = audit.get("lane")
         extra = f" lane={lane}" if lane and lane != "direct" else ""
         self.log(f"tx {_printable(method)} tab={_printable(tab or '-')} {outcome} {ms:.0f}ms{extra}")
+
+
+def _needs_browser(step: Mapping[str, Any]) -> bool:
+    """Whether an ``authorize`` step's transaction goes on to a dispatch (all but the gateway's own answers)."""
+    request = step.get("request")
+    method = request.get("method") if isinstance(request, Mapping) else None
+    return method not in ("documentation", "capabilities")
 
 
 def _outcome(response: Any, step: Mapping[str, Any]) -> str:
