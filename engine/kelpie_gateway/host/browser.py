@@ -405,9 +405,7 @@ class ChromiumRenderer:
             self._report_closed(tab.tab_id)  # before the pending work is cancelled: nothing to reconcile
         self._tell_gone(None)
         # Start at once so the next request finds a browser; if this fails, the next request tries again.
-        task = asyncio.ensure_future(self._relaunch(eager=True))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._spawn(self._relaunch(eager=True))
 
     async def _relaunch(self, *, eager: bool = False) -> JsonObject | None:
         """After a browser exit: launch Chromium again (None), or a BROWSER_UNAVAILABLE result. A request
@@ -620,7 +618,7 @@ class ChromiumRenderer:
         process that died with the others (its spare renderer) before the browser noticed: the page is
         born, then crashes or closes, and ``new_page`` raises "Target crashed" or never returns. Nothing
         of the request has run then, so the page is made once more; if that one is born dead too,
-        :class:`PageNotMade` is raised. Pages born dead are closed and never become tabs; a page another
+        :class:`PageNotMade` is raised (PlaywrightError for any other failure). Pages born dead are closed and never become tabs; a page another
         page opened meanwhile (a popup) is adopted as usual once the making is over."""
         for attempt in range(2):
             self._making += 1
@@ -685,6 +683,7 @@ class ChromiumRenderer:
                 self._adopt(page)
 
     def _spawn(self, aw: Awaitable[Any]) -> None:
+        """Run ``aw`` in the background (kept referenced until it is done)."""
         task = asyncio.ensure_future(aw)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -722,9 +721,7 @@ class ChromiumRenderer:
             self.log(
                 f"dialog in tab {tab.tab_id} unhandled for {self.dialog_timeout_s:g} s: dismissed by the host"
             )
-            task = asyncio.ensure_future(self._quiet(dialog.dismiss()))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._spawn(self._quiet(dialog.dismiss()))
 
     @staticmethod
     async def _quiet(aw: Awaitable[Any]) -> None:
