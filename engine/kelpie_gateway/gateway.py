@@ -213,7 +213,8 @@ class GatewayCore:
         self._counter = 0
         self._reconcile: set[str] = set()
         self._recent_mutations: OrderedDict[str, str] = OrderedDict()
-        self._closed_tabs: OrderedDict[str, None] = OrderedDict()
+        self._closed_tabs: OrderedDict[str, int] = OrderedDict()  # tab -> its close's number (_closes)
+        self._closes = 0  # tabs reported gone so far: a dispatch issued at N predates closes N+1, N+2 …
         self._grace_s = self._config.retirement_grace_ms / 1000.0
         self._closed = False
         self._working: Transaction | None = None
@@ -634,22 +635,35 @@ class GatewayCore:
         for it): its refs are forgotten and a RECONCILE_REQUIRED mark on it is cleared — nothing about a tab
         that is gone can be observed, and any later call naming it is TAB_NOT_FOUND, read or write alike.
         Returns whether a mark was cleared. The id is remembered (newest :data:`CLOSED_TAB_MEMORY`) until a
-        renderer result reports that tab again, so an unknown outcome finishing later does not mark it."""
+        renderer result of a dispatch issued after the close reports that tab again (:meth:`_seen`), so an
+        unknown outcome finishing later does not mark it, and a result the browser produced before the
+        close (a ``get-tabs`` still listing it) does not bring it back."""
         self._refs.forget_tab(tab)
         marked = tab in self._reconcile
         self._reconcile.discard(tab)
         closed = self._closed_tabs
-        closed[tab] = None
+        self._closes += 1
+        closed[tab] = self._closes
         closed.move_to_end(tab)
         if len(closed) > CLOSED_TAB_MEMORY:
             closed.popitem(last=False)
         return marked
 
-    def _seen(self, tab: str, generation: int) -> None:
-        """A renderer result reported ``tab`` open at ``generation``."""
+    def _seen(self, tab: str, generation: int, txn: Transaction) -> bool:
+        """The result of ``txn``'s pending dispatch reported ``tab`` open at ``generation``. A tab reported
+        gone after that dispatch was issued stays gone (the browser answered before the close: the result
+        is stale about it); returns False then. A dispatch issued after the close that reports the id
+        again (a host that reuses ids) makes it an ordinary tab once more (docs/contract-notes.md
+        "Closed tabs")."""
+        closed = self._closed_tabs
+        if closed:
+            when = closed.get(tab)
+            if when is not None:
+                if when > txn.closes:
+                    return False
+                del closed[tab]
         self._refs.note_generation(tab, generation)
-        if self._closed_tabs:
-            self._closed_tabs.pop(tab, None)
+        return True
 
     def _captured_handles(self, txn: Transaction, tab_id: str | None) -> dict[str, str]:
         """The renderer handles behind a ref-bearing extension's ``refArguments`` (§6 rules, before any
@@ -699,6 +713,7 @@ class GatewayCore:
         txn.fire(event)
         txn.seq += 1
         txn.dispatches += 1
+        txn.closes = self._closes  # tabs reported gone from here on are gone for this dispatch's result
         timeout = txn.request["params"].get("timeoutMs", TIMEOUT_DEFAULT_MS)
         txn.deadline = self._clock() + timeout / 1000.0
         return _pend(
@@ -731,9 +746,8 @@ class GatewayCore:
             self._precheck(txn, txn.tab_id)
             planned = self._plan(txn)
             endpoint, params = natives.BUILDERS[planned.method](planned, self._natives)
-        except Refusal as exc:  # after a dispatched switch-tab the selection may have changed
-            env = failure(txn.request_id, exc.code, exc.message, may_have_completed=txn.dispatched_mutation)
-            return self._finish(txn, env)
+        except Refusal as exc:  # after a dispatched switch-tab the selection changed (_fail)
+            return self._fail(txn, exc.code, exc.message, False)
         step = self._issue_dispatch(txn, event, endpoint, params, txn.mutates)
         if txn.mutates:
             txn.dispatched_mutation = True
@@ -1011,7 +1025,20 @@ class GatewayCore:
         mutation = txn.state == "switching" or (txn.state == "dispatching" and txn.mutates)
         if mutation and isinstance(result, dict) and result.get("mayHaveCompleted") is False:
             mutation = False
-        return self._finish(txn, failure(txn.request_id, code, message, may_have_completed=mutation))
+        return self._fail(txn, code, message, mutation)
+
+    def _fail(self, txn: Transaction, code: str, message: str, may_have_completed: bool) -> JsonObject:
+        """Finish ``txn`` with a failure. Once a ``switch-tab`` of selected targeting ran (``txn.switched``)
+        the host's selection changed, so the failure is an unknown outcome even when what failed after it
+        ran nothing: ``mayHaveCompleted:false`` promises that nothing was dispatched or that what ran was
+        read-only (§4), and a switch is neither (§5 "dispatched mutations keep their uncertainty";
+        docs/contract-notes.md "A failure after a tab switch")."""
+        if txn.switched and not may_have_completed:
+            may_have_completed = True
+            message = f"{message} (tab {txn.tab_id!r} had been selected for it first: the selection changed)"
+        return self._finish(
+            txn, failure(txn.request_id, code, message, may_have_completed=may_have_completed)
+        )
 
     def _on_result(self, txn: Transaction, result: Any) -> JsonObject:
         if not isinstance(result, dict) or not isinstance(result.get("success"), bool):
@@ -1039,19 +1066,19 @@ class GatewayCore:
                 return self._on_inspection(txn, result)
             if txn.state == "switching":
                 tab = results.field(result, "tabId", str, "switch-tab")
-                self._seen(tab, results.field(result, "generation", int, "switch-tab"))
+                self._seen(tab, results.field(result, "generation", int, "switch-tab"), txn)
+                txn.switched = True
                 return self._issue_main(txn, "dispatch")
             return self._on_main_result(txn, result)
         except Refusal as exc:
             if exc.may_have_completed is None:  # a malformed result: the §4 rule for a failed dispatch
                 return self._fail_dispatch(txn, exc.code, exc.message, result)
-            env = failure(txn.request_id, exc.code, exc.message, may_have_completed=exc.may_have_completed)
-            return self._finish(txn, env)
+            return self._fail(txn, exc.code, exc.message, exc.may_have_completed)
 
     def _on_inspection(self, txn: Transaction, result: JsonObject) -> JsonObject:
         tabs = results.parse_tabs(result)
         for t in tabs:
-            self._seen(t["tabId"], t["generation"])
+            self._seen(t["tabId"], t["generation"], txn)
         active = next((t for t in tabs if t["active"]), None)
         if active is None:
             return self._finish(txn, failure(txn.request_id, "TAB_NOT_FOUND", "no tab is selected"))
@@ -1107,16 +1134,20 @@ class GatewayCore:
             )
         planned = txn.planned
         shaped = results.SHAPERS[planned.method](planned, result)
-        return self._finish(txn, success(txn.request_id, self._record(shaped)))
+        return self._finish(txn, success(txn.request_id, self._record(shaped, txn)))
 
-    def _record(self, shaped: results.Shaped) -> JsonObject:
+    def _record(self, shaped: results.Shaped, txn: Transaction) -> JsonObject:
         """Apply a shaped result's facts to the ref store and reconcile marks; returns the result object
         (a snapshot's refs, id and generation filled in)."""
         refs = self._refs
+        stale: set[str] | None = None
         for tab, generation in shaped.generations:
-            self._seen(tab, generation)
+            if not self._seen(tab, generation, txn):
+                stale = {tab} if stale is None else stale | {tab}
         if shaped.observed_tabs is not None:
             listed = set(shaped.observed_tabs)
+            if stale is not None:  # closed after the listing was taken: not listed as open (_seen)
+                shaped.result["tabs"] = [t for t in shaped.result["tabs"] if t["tabId"] not in stale]
             self._reconcile.clear()  # every open tab was just observed; unlisted ones are gone
             for known in refs.known_tabs():
                 if known not in listed:

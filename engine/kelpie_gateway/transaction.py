@@ -119,7 +119,10 @@ class Transaction:
     What the gateway decided along the way: ``ext`` (the admitted extension of ``extension.call``),
     ``mcp`` (begun by ``begin_mcp``: ``notifications/cancelled`` can reach it), ``authorized`` (None
     until an ``authorize`` step is issued, then whether the host admitted it: ``audit.authorized``),
-    ``planned`` (what the main dispatch acts on) and ``abandoned`` (the stuck dispatch's native
+    ``planned`` (what the main dispatch acts on), ``switched`` (selected targeting dispatched a
+    ``switch-tab`` that did not report "not run": the selection changed, so no later failure of the
+    transaction is a refusal, §4, §5), ``closes`` (the gateway's count of tabs reported gone when the
+    pending dispatch was issued: a tab closed later stays closed whatever its result says) and ``abandoned`` (the stuck dispatch's native
     ``{method, tabId}`` after a cancel, for ``next``'s ``awaitingRetirement``).
 
     A plain ``__slots__`` class, not a dataclass: one is built per transaction, and explicit attributes
@@ -128,6 +131,7 @@ class Transaction:
     __slots__ = (
         "abandoned",
         "authorized",
+        "closes",
         "deadline",
         "dispatched_mutation",
         "dispatches",
@@ -146,6 +150,7 @@ class Transaction:
         "seq",
         "started",
         "state",
+        "switched",
         "tab_id",
     )
 
@@ -178,6 +183,8 @@ class Transaction:
         self.pending: PendingStep | None = None
         self.dispatches = 0
         self.dispatched_mutation = False
+        self.switched = False
+        self.closes = 0
         self.deadline: float | None = None
         self.epoch = 0
         self.authorized: bool | None = None

@@ -164,3 +164,60 @@ def test_a_read_refused_because_the_renderer_crashed_settles_the_mark() -> None:
                "crashed": True}
     _refused(read(crashed), "RENDERER_FAILED")
     assert response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer))["success"]
+
+
+def _stale_listing(gw: Gateway, renderer: FakeRenderer, request: dict[str, Any]) -> dict[str, Any]:
+    """Dispatch ``request``'s get-tabs, let the browser answer it (listing A), then have the host report A
+    closed before that answer is advanced: the answer reaches the gateway after the close it predates."""
+    step = admit(gw, gw.begin(request))
+    assert step["method"] == "get-tabs"
+    answer = renderer("", step)  # the browser's answer, taken while A was still open
+    assert any(t["tabId"] == "A" for t in answer["tabs"])
+    renderer.tabs.pop("A")
+    assert gw.advance({"tabClosed": "A"})["step"] == "noted"
+    return gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": answer})
+
+
+def test_a_listing_taken_before_a_close_does_not_bring_the_tab_back() -> None:
+    """Review note (stop 22): a get-tabs answer advanced after ``{"tabClosed"}`` made the gateway forget
+    the close. The close sticks: the stale listing does not show A, A's refs stay TAB_NOT_FOUND (not a ref
+    code that sends the agent to snapshot a tab that is gone), and an unknown outcome on A marks nothing."""
+    renderer = HostLikeRenderer()
+    gw = make()
+    ref = _refs(gw, renderer)[0]
+    listed = response(_stale_listing(gw, renderer, req("tabs.list")))
+    assert [t["tabId"] for t in listed["result"]["tabs"]] == ["B"]
+    dispatched = len(renderer.calls)
+    click = response(run(gw, req("tab.click", tabId="A", ref=ref), renderer))
+    _refused(click, "TAB_NOT_FOUND")
+    assert "closed" in click["error"]["message"] and len(renderer.calls) == dispatched
+    # A later listing (dispatched after the close) agrees, and a host reusing the id revives it then.
+    assert [t["tabId"] for t in response(run(gw, req("tabs.list"), renderer))["result"]["tabs"]] == ["B"]
+    renderer.tabs["A"] = {"generation": 1, "url": "http://127.0.0.1/A", "title": "A"}
+    assert [t["tabId"] for t in response(run(gw, req("tabs.list"), renderer))["result"]["tabs"]] == ["B", "A"]
+    assert response(run(gw, req("tab.click", tabId="A", ref=_refs(gw, renderer)[0]), renderer))["success"]
+
+
+def test_a_stale_navigate_answer_does_not_bring_the_tab_back() -> None:
+    """The same for any result naming the tab: a navigate the browser finished just before the tab closed."""
+    renderer = HostLikeRenderer()
+    gw = make()
+    ref = _refs(gw, renderer)[0]
+    step = admit(gw, gw.begin(req("tab.navigate", tabId="A", url="http://127.0.0.1/n")))
+    answer = renderer("tab.navigate", step)
+    renderer.tabs.pop("A")
+    gw.advance({"tabClosed": "A"})
+    assert response(gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": answer}))["success"]
+    _refused(response(run(gw, req("tab.click", tabId="A", ref=ref), renderer)), "TAB_NOT_FOUND")
+
+
+def test_a_selected_targeting_inspection_taken_before_a_close_does_not_bring_the_tab_back() -> None:
+    """Selected targeting: the get-tabs inspection of a read still lists A (selected) although A closed
+    before its answer came. The read is refused as before (B is not the selected tab), and A stays closed."""
+    renderer = HostLikeRenderer()
+    gw = make(targeting="selected")
+    ref = _refs(gw, renderer)[0]
+    _refused(response(_stale_listing(gw, renderer, req("tab.snapshot", tabId="B"))), "TAB_NOT_SELECTED")
+    dispatched = len(renderer.calls)
+    _refused(response(run(gw, req("tab.click", tabId="A", ref=ref), renderer)), "TAB_NOT_FOUND")
+    assert len(renderer.calls) == dispatched

@@ -84,6 +84,68 @@ def test_refusal_after_a_dispatched_switch_is_an_unknown_outcome() -> None:
     assert out["error"]["code"] == "REFS_INVALIDATED" and out["mayHaveCompleted"] is True
 
 
+def _switched_then(gw: Gateway, r: FakeRenderer, method: str, **params: Any) -> dict[str, Any]:
+    """Selected targeting: ``method`` names tab B while A is selected; returns its main dispatch, issued
+    after the switch-tab ran (the renderer now shows B)."""
+    step = admit(gw, gw.begin(req(method, tabId="B", **params)))  # inspect
+    assert step["method"] == "get-tabs"
+    step = gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": r("", step)})
+    switch = admit(gw, step)
+    assert switch["method"] == "switch-tab"
+    main = gw.advance({"transaction": switch["transaction"], "seq": switch["seq"], "result": r("", switch)})
+    assert main["step"] == "dispatch" and r.active == "B"
+    return main
+
+
+@pytest.mark.parametrize("answer", [
+    # the native itself says it ran nothing (the reference host's TAB_NOT_FOUND, a page that never loaded)
+    {"success": False, "error": {"code": "TAB_NOT_FOUND", "message": "no tab"}, "mayHaveCompleted": False},
+    {"success": False, "error": {"code": "RENDERER_FAILED", "message": "x"}, "mayHaveCompleted": False},
+    # the generated script refused before any effect (CONTRACT.md §4, §9: NOT_ACTIONABLE, NODE_REPLACED)
+    {"success": True, "value": {"error": {"code": "NOT_ACTIONABLE", "message": "disabled"},
+                                "mayHaveCompleted": False}},
+])
+def test_a_not_run_answer_after_a_dispatched_switch_is_an_unknown_outcome(answer: dict[str, Any]) -> None:
+    """Review finding (stop 22): the main dispatch answered "not run" after the switch-tab had changed the
+    selection was reported mayHaveCompleted:false, which promises nothing but reads ran (§4); the refusal
+    path after a switch already said true. Both now agree, and the tab needs a reconcile like any unknown
+    outcome."""
+    gw, r = make(targeting="selected"), FakeRenderer()
+    r.active = "B"
+    ref = response(run(gw, req("tab.snapshot"), r))["result"]["elements"][0]["ref"]
+    r.active = "A"
+    main = _switched_then(gw, r, "tab.click", ref=ref)
+    out = response(gw.advance({"transaction": main["transaction"], "seq": main["seq"], "result": answer}))
+    assert out["success"] is False and out["mayHaveCompleted"] is True, out
+    assert out["error"]["retryable"] is False and "selection changed" in out["error"]["message"], out
+    if answer.get("error", {}).get("code") == "TAB_NOT_FOUND":
+        return  # B is gone (closed after the switch): nothing left to reconcile (test_closed_tabs.py)
+    assert response(gw.begin(req("tab.navigate", tabId="B", url="https://x.test/")))["error"]["code"] == (
+        "RECONCILE_REQUIRED")
+
+
+def test_a_not_run_answer_without_a_switch_stays_a_refusal() -> None:
+    """The same answers on the selected tab (no switch dispatched): nothing changed, mayHaveCompleted:false."""
+    gw, r = make(targeting="selected"), FakeRenderer()
+    ref = response(run(gw, req("tab.snapshot"), r))["result"]["elements"][0]["ref"]
+    step = admit(gw, gw.begin(req("tab.click", ref=ref)))
+    main = gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": r("", step)})
+    assert main["step"] == "dispatch" and main["method"] == "browser-control-evaluate"
+    out = response(gw.advance({"transaction": main["transaction"], "seq": main["seq"], "result": {
+        "success": False, "error": {"code": "TAB_NOT_FOUND", "message": "no tab"}, "mayHaveCompleted": False}}))
+    assert out["error"]["code"] == "TAB_NOT_FOUND" and out["mayHaveCompleted"] is False, out
+
+
+def test_a_switch_that_says_it_ran_nothing_stays_a_refusal() -> None:
+    gw, r = make(targeting="selected"), FakeRenderer()
+    step = admit(gw, gw.begin(req("tab.navigate", tabId="B", url="https://x.test/")))
+    step = gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": r("", step)})
+    switch = admit(gw, step)
+    out = response(gw.advance({"transaction": switch["transaction"], "seq": switch["seq"], "result": {
+        "success": False, "error": {"code": "TAB_NOT_FOUND", "message": "gone"}, "mayHaveCompleted": False}}))
+    assert out["error"]["code"] == "TAB_NOT_FOUND" and out["mayHaveCompleted"] is False, out
+
+
 @pytest.mark.parametrize("schema", [
     {"type": "object", "$ref": "http://127.0.0.1:9/s.json"},
     {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}},

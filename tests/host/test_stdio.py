@@ -12,6 +12,7 @@ import asyncio
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,48 @@ def test_a_browser_that_cannot_start_ends_the_stdio_session_with_a_reason(tmp_pa
         assert host.wait(120) == 1  # the session ends by itself: stdin is still open
         assert host.garbage == []
     assert any("could not start the browser" in line for line in host.log), host.log
+
+
+BUSY_AFTER_LOAD = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>busy</title></head>
+<body><p>The page keeps its renderer busy for 2.5 s right after it loads, then retitles itself.</p>
+<script>
+addEventListener("load", () => setTimeout(() => {
+  const end = Date.now() + 2500;
+  while (Date.now() < end) { /* the renderer is busy: a read times out, its reply comes late */ }
+  document.title = "done";
+}, 0));
+</script></body></html>
+"""
+
+
+def test_a_read_that_waited_for_the_first_start_keeps_its_retirement_grace(tmp_path: Path) -> None:
+    """Stop 22's note, provoked for real: the first call of ``kelpie-gateway mcp`` waits for a slow browser
+    start (4 s), then times out (1.5 s) on a page that is busy right after loading; its reply comes late
+    but within the 2 s retirement grace. It used to be overdue for the engine at once (its deadline ran
+    during the start), so the host stopped the page's script (Runtime.terminateExecution): the page's own
+    work was cut off and never retitled it. Now the late reply retires the read and the page finishes."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(BUSY_AFTER_LOAD)
+    slow = tmp_path / "slow-chromium"
+    slow.write_text('#!/bin/sh\nsleep 4\nexec /usr/bin/chromium "$@"\n')
+    slow.chmod(0o755)
+    with StdioHost(["--browser-executable", str(slow), "--site", str(site)]) as host:
+        host.initialize()
+        arguments = {"method": "tab.snapshot", "params": {"tabId": "t1", "timeoutMs": 1500}}
+        answer = host.request(2, "tools/call", {"name": "kelpie_browser_control", "arguments": arguments})
+        envelope = answer["result"]["structuredContent"]
+        assert envelope["error"]["code"] == "TIMEOUT" and envelope["mayHaveCompleted"] is False, envelope
+        deadline = time.monotonic() + 20
+        while True:  # BUSY until the late reply retires the read
+            snap = host.control(3, "tab.snapshot", {"tabId": "t1"})
+            if snap["success"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert snap["success"], snap
+        assert snap["result"]["title"] == "done", "the page's own script was stopped"
+        host.close_stdin()
+        assert host.wait(60) == 0
+    assert not any("overdue" in line for line in host.log), host.log
+    assert any("late browser-control-evaluate reply" in line and "retired" in line for line in host.log), host.log

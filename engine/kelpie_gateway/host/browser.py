@@ -122,6 +122,16 @@ def fail(code: str, message: str, **extra: Any) -> JsonObject:
     return {"success": False, "error": {"code": code, "message": message}, **extra}
 
 
+BIRTH_PATIENCE_S = 4.0
+"""How long one attempt to make a page may take (a healthy one takes well under a second, even on a loaded
+machine); two attempts fit in the default 10 s deadline of the call that needs the page."""
+
+
+class PageNotMade(Exception):
+    """A new page could not be made: each attempt was born with a renderer that died (nothing remains of
+    it; ``ChromiumRenderer._new_page``)."""
+
+
 Gone = Callable[[str | None], None]
 """Listener told that a tab's renderer crashed (its tab id) or that the browser exited (None)."""
 
@@ -257,7 +267,11 @@ class ChromiumRenderer:
         self._gone: list[Gone] = []
         self._browser_lost = False
         self._closing = False
-        self._replacing = 0
+        # Pages born while the host makes one (_new_page): claimed by their maker, the rest adopted after.
+        self._making = 0
+        self._born: dict[int, Page] = {}
+        self._born_dead: set[int] = set()
+        self._birth_died: asyncio.Future[None] | None = None
         self._relaunch_lock = asyncio.Lock()
         self._relaunch_failed: tuple[float, str] | None = None  # (loop time, why) of the last failed launch
         self._handlers: dict[str, Callable[[Mapping[str, Any]], Awaitable[JsonObject]]] = {
@@ -391,9 +405,7 @@ class ChromiumRenderer:
             self._report_closed(tab.tab_id)  # before the pending work is cancelled: nothing to reconcile
         self._tell_gone(None)
         # Start at once so the next request finds a browser; if this fails, the next request tries again.
-        task = asyncio.ensure_future(self._relaunch(eager=True))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._spawn(self._relaunch(eager=True))
 
     async def _relaunch(self, *, eager: bool = False) -> JsonObject | None:
         """After a browser exit: launch Chromium again (None), or a BROWSER_UNAVAILABLE result. A request
@@ -513,8 +525,23 @@ class ChromiumRenderer:
 
     # ----------------------------------------------------------------- browser events
     def _on_page(self, page: Page) -> None:
-        if not self._replacing:  # a crashed tab's replacement page is bound by _revive itself
+        if not self._making:
             self._adopt(page)
+            return
+        # The host is making a page (_new_page): this may be it (its maker binds it), one born with a
+        # renderer that died (never a tab), or another page's popup (adopted once the making is over).
+        key = id(page)
+        self._born[key] = page
+        page.once("crash", lambda _page: self._birth_failed(key))
+        page.once("close", lambda _page: self._birth_failed(key))
+
+    def _birth_failed(self, key: int) -> None:
+        if key not in self._born:  # settled already (a page born dead, closed by _settle_births)
+            return
+        self._born_dead.add(key)
+        died = self._birth_died
+        if died is not None and not died.done():
+            died.set_result(None)
 
     def _adopt(self, page: Page) -> Tab:
         existing = self._by_page.get(id(page))
@@ -564,13 +591,10 @@ class ChromiumRenderer:
         self._tell_gone(tab.tab_id)
 
     async def _revive(self, tab: Tab) -> None:
-        """A crashed tab gets a fresh page under the same tab id (Playwright refuses a crashed page)."""
+        """A crashed tab gets a fresh page under the same tab id (Playwright refuses a crashed page).
+        Raises :class:`PageNotMade` (nothing changed) or PlaywrightError."""
         assert self._context is not None
-        self._replacing += 1
-        try:
-            page = await self._replacement_page(tab)
-        finally:
-            self._replacing -= 1
+        page = await self._new_page(f"tab {tab.tab_id}")
         old = tab.page
         self._by_page.pop(id(old), None)
         tab.page, tab.crashed, tab.cdp, tab.frame_id = page, False, None, None
@@ -588,24 +612,81 @@ class ChromiumRenderer:
             await old.close(run_before_unload=False)
         self.log(f"tab {tab.tab_id} recovered from its crash in a new page")
 
-    async def _replacement_page(self, tab: Tab) -> Page:
-        """A new page for crashed ``tab``; made once more when the first one crashed while it was being
-        created. Right after a renderer crash Chromium can hand a new page a renderer process that died
-        with the others (its spare renderer) before the browser noticed; nothing of the request has run
-        then, so a second page is not a retry of it. The crashed page is closed."""
+    async def _new_page(self, purpose: str) -> Page:
+        """A new page of the context for ``purpose`` (a new tab, a crashed tab's replacement), not yet a
+        tab: the caller binds it. Right after renderers die, Chromium can hand a new page a renderer
+        process that died with the others (its spare renderer) before the browser noticed: the page is
+        born, then crashes or closes, and ``new_page`` raises "Target crashed" or never returns. Nothing
+        of the request has run then, so the page is made once more; if that one is born dead too,
+        :class:`PageNotMade` is raised (PlaywrightError for any other failure). Pages born dead are closed and never become tabs; a page another
+        page opened meanwhile (a popup) is adopted as usual once the making is over."""
+        for attempt in range(2):
+            self._making += 1
+            made: asyncio.Future[Page] | None = None
+            try:
+                made = await self._page_once()
+            finally:
+                self._making -= 1
+                self._settle_births(made)
+            if made is not None:
+                return made.result()
+            self.log(
+                f"{purpose}: its new page's renderer died as it was created"
+                + ("" if attempt else "; one more")
+            )
+        raise PageNotMade(f"the new page's renderer died as it was created, twice ({purpose})")
+
+    async def _page_once(self) -> asyncio.Future[Page] | None:
+        """One ``new_page``, raced against a page born meanwhile dying and :data:`BIRTH_PATIENCE_S`: the
+        done future of the page, or None when it was born dead or never came (Chromium sometimes never
+        answers for a page whose renderer died before the page was announced; a late answer is closed).
+        Raises PlaywrightError for any other failure."""
         assert self._context is not None
-        before = {id(page) for page in self._context.pages}
-        try:
-            return await self._context.new_page()
-        except PlaywrightError as exc:
-            if "crash" not in str(exc).lower():
-                raise
-            self.log(f"tab {tab.tab_id}: its new page crashed as it was created ({_short(exc)}); one more")
-        for page in self._context.pages:
-            if id(page) not in before:
-                with contextlib.suppress(Exception):
-                    await page.close(run_before_unload=False)
-        return await self._context.new_page()
+        loop = asyncio.get_running_loop()
+        if self._birth_died is None or self._birth_died.done():
+            self._birth_died = loop.create_future()
+        died = self._birth_died
+        making = asyncio.ensure_future(self._context.new_page())
+        waits: set[asyncio.Future[Any]] = {making, died}
+        await asyncio.wait(waits, timeout=BIRTH_PATIENCE_S, return_when=asyncio.FIRST_COMPLETED)
+        if making.done():
+            exc = making.exception()
+            if exc is None:
+                page = making.result()
+                if id(page) not in self._born_dead and not page.is_closed():
+                    self._born.pop(id(page), None)  # claimed: the caller binds it
+                    return making
+                return None
+            if "crash" in str(exc).lower() or "closed" in str(exc).lower():
+                return None
+            raise exc
+
+        def close_late(done: asyncio.Future[Page]) -> None:  # new_page answering after all: not a tab
+            if not done.cancelled() and done.exception() is None:
+                self._spawn(self._quiet(done.result().close(run_before_unload=False)))
+
+        making.add_done_callback(close_late)
+        return None
+
+    def _settle_births(self, made: asyncio.Future[Page] | None) -> None:
+        """Once no page is being made: close the pages born dead, adopt the others (popups)."""
+        if self._making:
+            return
+        born, dead = self._born, self._born_dead
+        self._born, self._born_dead = {}, set()
+        for key, page in born.items():
+            if made is not None and made.result() is page:
+                continue
+            if key in dead or page.is_closed():
+                self._spawn(self._quiet(page.close(run_before_unload=False)))
+            else:
+                self._adopt(page)
+
+    def _spawn(self, aw: Awaitable[Any]) -> None:
+        """Run ``aw`` in the background (kept referenced until it is done)."""
+        task = asyncio.ensure_future(aw)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _on_close(self, tab: Tab) -> None:
         known = self._tabs.get(tab.tab_id) is tab
@@ -640,9 +721,7 @@ class ChromiumRenderer:
             self.log(
                 f"dialog in tab {tab.tab_id} unhandled for {self.dialog_timeout_s:g} s: dismissed by the host"
             )
-            task = asyncio.ensure_future(self._quiet(dialog.dismiss()))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._spawn(self._quiet(dialog.dismiss()))
 
     @staticmethod
     async def _quiet(aw: Awaitable[Any]) -> None:
@@ -728,9 +807,11 @@ class ChromiumRenderer:
         return {"success": True, "tabId": tab.tab_id, "generation": tab.generation}
 
     async def _new_tab(self, params: Mapping[str, Any]) -> JsonObject:
-        assert self._context is not None
         deadline = _deadline(params)
-        page = await self._context.new_page()
+        try:
+            page = await self._new_page("a new tab")
+        except PageNotMade as exc:  # every page it made was closed: no tab was opened
+            return fail("RENDERER_FAILED", f"{exc}; no tab was opened: try again", mayHaveCompleted=False)
         tab = self._adopt(page)
         self._selected = tab.tab_id
         await self._ready(tab)
@@ -763,7 +844,7 @@ class ChromiumRenderer:
         if tab.crashed:
             try:
                 await self._revive(tab)
-            except PlaywrightError as exc:  # before the navigation: nothing of it ran, the tab stays crashed
+            except (PlaywrightError, PageNotMade) as exc:  # before the navigation: nothing of it ran
                 return fail(
                     "RENDERER_FAILED",
                     f"tab {tab.tab_id} crashed and could not be given a new page ({_short(exc)}); "

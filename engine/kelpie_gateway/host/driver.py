@@ -26,6 +26,9 @@ Liveness (CONTRACT.md §5 "Retirement is bounded", ARCHITECTURE.md host rules 1.
   reports ``{"transaction","retire":"renderer-closed"}``. A crash or browser exit retires it at once.
 * A response the HTTP layer could not deliver is reported with :meth:`Driver.undelivered` (the gateway
   then requires a reconcile of the mutated tab).
+* While ``kelpie-gateway mcp`` is still starting the browser, a call that needs it is admitted (its
+  ``authorize`` step answered) only once the browser is up: the engine issues the dispatch, and its
+  deadline starts, when something can run it, so a timeout afterwards gets the whole retirement grace.
 * Before a call starts, a browser that exited is awaited (``Renderer.available``: its relaunch or
   reattach) within the dispatch's own deadline; if it cannot start or is not back in time, or the
   transport gave up meanwhile, the dispatch is answered as *not run* (``BROWSER_UNAVAILABLE`` or
@@ -284,6 +287,11 @@ class Driver:
                 continue
             if kind == "authorize":
                 target = step.get("target") or target
+                if self._ready is not None and not self._ready.done() and _needs_browser(step):
+                    done = await self._admit_after_start(step, abandon)
+                    if done is not None or (abandon is not None and abandon.abandoned):
+                        step = done or step  # complete, or the loop cancels the authorization
+                        continue
                 step = self.gateway.advance(
                     {"transaction": step["transaction"], "seq": step["seq"], "result": self.authorize(step)}
                 )
@@ -317,14 +325,9 @@ class Driver:
         self._inflight[transaction] = flight
         started = False
         try:
-            if self._ready is not None and not self._ready.done():
-                # The browser is still starting (``mcp``): its start-up is not the dispatch's time. A start
-                # that fails lets the call through, which answers BROWSER_UNAVAILABLE with nothing sent.
-                starting = asyncio.shield(self._ready)
-                # A failed start is answered by the call itself; retrieved even when a cancel came first.
-                starting.add_done_callback(lambda done: done.cancelled() or done.exception())
-                start_waits: set[asyncio.Future[Any]] = {starting, flight.preempt}
-                await asyncio.wait(start_waits, return_when=FIRST)
+            # Without an authorize step (_started there) the first start is awaited here: its start-up is
+            # not the dispatch's time, though the engine's deadline already runs.
+            await self._started(flight.preempt)
             deadline = loop.time() + timeout_ms / 1000
             coming = None if flight.preempt.done() else self.renderer.available()
             if coming is not None:
@@ -353,16 +356,10 @@ class Driver:
             if not started:
                 del self._inflight[transaction]
         call = asyncio.ensure_future(self._call(method, params))
-        gave_up = asyncio.ensure_future(abandon.wait()) if abandon is not None else None
         try:
-            waits: set[asyncio.Future[Any]] = {call, flight.preempt}
-            if gave_up is not None:
-                waits.add(gave_up)
-            await asyncio.wait(waits, timeout=max(0.0, deadline - loop.time()), return_when=FIRST)
+            await self._wait_first(call, flight.preempt, abandon, deadline)
         finally:
             del self._inflight[transaction]
-            if gave_up is not None:
-                gave_up.cancel()
         if flight.preempt.done():
             answer: JsonObject = flight.preempt.result()
         elif call.done():
@@ -383,6 +380,55 @@ class Driver:
             self._late.add(watch)
             watch.add_done_callback(self._late.discard)
         return answer
+
+    async def _started(self, preempt: asyncio.Future[JsonObject], abandon: Abandon | None = None) -> None:
+        """While the browser is still starting (``mcp``): wait for the first of its start, ``preempt`` and
+        ``abandon`` (see :meth:`_wait_first`). A start that fails lets the call through, which answers
+        BROWSER_UNAVAILABLE with nothing sent (the failure is retrieved even when a cancel came first)."""
+        if self._ready is None or self._ready.done():
+            return
+        starting = asyncio.shield(self._ready)
+        starting.add_done_callback(lambda done: done.cancelled() or done.exception())
+        await self._wait_first(starting, preempt, abandon)
+
+    async def _admit_after_start(self, step: Mapping[str, Any], abandon: Abandon | None) -> JsonObject | None:
+        """``step`` authorizes a call that needs the browser while it is still starting (``mcp``): wait for
+        the start before admitting it, so the dispatch is issued — and its ``timeoutMs`` starts, in the
+        engine as in the host — only once a browser is there. Otherwise a call that waited for the start
+        and then timed out was already overdue for the engine, and its page's script was stopped (or its
+        tab closed) at once instead of after the retirement grace (docs/contract-notes.md). Meanwhile the
+        call is in flight: an MCP cancel completes it (the engine cancels the authorization: nothing was
+        dispatched, ``mayHaveCompleted:false``); that ``complete`` step is returned, else None."""
+        transaction = step["transaction"]
+        flight = _Inflight(None, asyncio.get_running_loop().create_future())
+        self._inflight[transaction] = flight
+        try:
+            await self._started(flight.preempt, abandon)
+        finally:
+            del self._inflight[transaction]
+        return flight.preempt.result() if flight.preempt.done() else None
+
+    @staticmethod
+    async def _wait_first(
+        work: asyncio.Future[Any],
+        preempt: asyncio.Future[JsonObject],
+        abandon: Abandon | None = None,
+        deadline: float | None = None,
+    ) -> None:
+        """Wait for the first of: ``work`` done, ``preempt`` set (a crash, the browser's exit or an MCP
+        cancel), the transport giving up (``abandon``) and the loop time reaching ``deadline`` (None: no
+        deadline). Which one it was, the caller reads from those; nothing is cancelled but this wait's own
+        watch on ``abandon``."""
+        waits: set[asyncio.Future[Any]] = {work, preempt}
+        gave_up = asyncio.ensure_future(abandon.wait()) if abandon is not None else None
+        if gave_up is not None:
+            waits.add(gave_up)
+        timeout = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
+        try:
+            await asyncio.wait(waits, timeout=timeout, return_when=FIRST)
+        finally:
+            if gave_up is not None:
+                gave_up.cancel()
 
     def _not_run(self, step: Mapping[str, Any], result: JsonObject) -> JsonObject:
         """Answer dispatch ``step`` with ``result``, a failure saying nothing was run
@@ -409,14 +455,7 @@ class Driver:
         self._late.add(back)
         back.add_done_callback(self._late.discard)
         back.add_done_callback(lambda done: done.cancelled() or done.exception())
-        gave_up = asyncio.ensure_future(abandon.wait()) if abandon is not None else None
-        try:
-            waits: set[asyncio.Future[Any]] = {back, preempt} if gave_up is None else {back, preempt, gave_up}
-            timeout = max(0.0, deadline - asyncio.get_running_loop().time())
-            await asyncio.wait(waits, timeout=timeout, return_when=FIRST)
-        finally:
-            if gave_up is not None:
-                gave_up.cancel()
+        await self._wait_first(back, preempt, abandon, deadline)
         if back.done():
             if back.cancelled() or back.exception() is not None:  # the renderer promises not to raise
                 return fail(
@@ -509,6 +548,13 @@ class Driver:
         lane = audit.get("lane")
         extra = f" lane={lane}" if lane and lane != "direct" else ""
         self.log(f"tx {_printable(method)} tab={_printable(tab or '-')} {outcome} {ms:.0f}ms{extra}")
+
+
+def _needs_browser(step: Mapping[str, Any]) -> bool:
+    """Whether an ``authorize`` step's transaction goes on to a dispatch (all but the gateway's own answers)."""
+    request = step.get("request")
+    method = request.get("method") if isinstance(request, Mapping) else None
+    return method not in ("documentation", "capabilities")
 
 
 def _outcome(response: Any, step: Mapping[str, Any]) -> str:
