@@ -228,7 +228,7 @@ def new_document_script(names: tuple[str, ...] = ("snapshot", "click", "type")) 
     compiles it once and every later document reuses that compilation.
 
     When ``"snapshot"`` is among `names`, the document's snapshot bundle also *warms up* once, in a task
-    of its own while the document is idle or right after its ``load`` event (:data:`WARM_UP`): it reads
+    of its own right after the document's ``load`` event (:data:`WARM_UP`): it reads
     a small inert document of its own, never the page, so the first real snapshot finds the world's
     reader compiled and its inline caches warm (docs/reader.md "Warm-up"). Raises KeyError for an
     unknown bundle name."""
@@ -238,19 +238,16 @@ def new_document_script(names: tuple[str, ...] = ("snapshot", "click", "type")) 
 WARM_UP: Final = (
     "(function kelpieWarm(run) {"
     ' "use strict";'
-    " let done = false;"
-    " const warm = () => { if (!done) { done = true; run({ warm: true }); } };"
-    ' if (typeof requestIdleCallback === "function") requestIdleCallback(warm);'
-    " const after = () => { setTimeout(warm, 0); };"
+    " const after = () => { setTimeout(() => { run({ warm: true }); }, 0); };"
     ' if (document.readyState === "complete") after();'
     ' else addEventListener("load", after, { once: true });'
     " })"
 )
-"""``WARM_UP(run)``: call the snapshot bundle ``run`` with ``{warm: true}`` exactly once, in a task of its
-own: in the document's first idle period (while it waits for the network, say), or else right after
-``load`` and its listeners (the navigation's answer is never held up for it), whichever comes first.
-Every name it uses (``requestIdleCallback``, ``setTimeout``, ``addEventListener``, ``document``) is the
-isolated world's own, which no page script can replace; the callbacks are invisible to the page."""
+"""``WARM_UP(run)``: once the document has loaded, call the snapshot bundle ``run`` with ``{warm: true}``
+in a task of its own, after ``load`` and its listeners: the navigation (which a host answers at
+``load``) is never held up for it, and the renderer runs it while that answer travels to the client.
+Every name it uses (``setTimeout``, ``addEventListener``, ``document``) is the isolated world's own,
+which no page script can replace; the listener and the timer are invisible to the page."""
 
 
 @functools.cache

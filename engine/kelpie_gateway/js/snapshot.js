@@ -56,8 +56,8 @@ function continuation(reg, P) {
 }
 
 // ---------------------------------------------------------------- warm-up (docs/reader.md "Warm-up")
-// P = {warm: true}: run by the host's new-document script (reader.WARM_UP) once per document, in an idle
-// period or right after `load`, so that the first real snapshot finds this world's reader compiled, its
+// P = {warm: true}: run by the host's new-document script (reader.WARM_UP) once per document, right
+// after `load`, so that the first real snapshot finds this world's reader compiled, its
 // inline caches warm and the world's interface objects of the usual element kinds made. It reads a small
 // inert document of its own (document.implementation.createHTMLDocument: no browsing context, so no
 // scripts, loads, events or observers, and nothing the page can reach), never the page's; it leaves no
