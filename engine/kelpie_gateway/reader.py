@@ -238,16 +238,19 @@ def new_document_script(names: tuple[str, ...] = ("snapshot", "click", "type")) 
 WARM_UP: Final = (
     "(function kelpieWarm(run) {"
     ' "use strict";'
-    " const after = () => { setTimeout(() => { run({ warm: true }); }, 0); };"
-    ' if (document.readyState === "complete") after();'
-    ' else addEventListener("load", after, { once: true });'
+    " const step = (doc, part) => { setTimeout(() => { run({ warm: true, doc, part }).then((v) => {"
+    " if (v && v.more === true) step(v.doc, part + 1); }); }, 0); };"
+    ' if (document.readyState === "complete") step(null, 0);'
+    ' else addEventListener("load", () => step(null, 0), { once: true });'
     " })"
 )
-"""``WARM_UP(run)``: once the document has loaded, call the snapshot bundle ``run`` with ``{warm: true}``
-in a task of its own, after ``load`` and its listeners: the navigation (which a host answers at
-``load``) is never held up for it, and the renderer runs it while that answer travels to the client.
-Every name it uses (``setTimeout``, ``addEventListener``, ``document``) is the isolated world's own,
-which no page script can replace; the listener and the timer are invisible to the page."""
+"""``WARM_UP(run)``: once the document has loaded, call the snapshot bundle ``run`` with ``{warm: true,
+doc, part}`` for each part of its warm-up document in turn, each call in a task of its own, the first
+after ``load`` and its listeners: the navigation (which a host answers at ``load``) is never held up
+for it, the renderer runs it while that answer travels to the client, and a call that arrives meanwhile
+waits for one part at most. Every name it uses (``setTimeout``, ``addEventListener``, ``document``, the
+promise's ``then``) is the isolated world's own, which no page script can replace; the listener and the
+timers are invisible to the page."""
 
 
 @functools.cache
