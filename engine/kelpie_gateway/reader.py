@@ -42,6 +42,7 @@ __all__ = [
     "LOADER",
     "MAX_CHARS_LIMIT",
     "MAX_ELEMENTS_LIMIT",
+    "WARM_UP",
     "WORLD_NAME",
     "assemble_bundle",
     "bundle",
@@ -224,14 +225,43 @@ def new_document_script(names: tuple[str, ...] = ("snapshot", "click", "type")) 
     ``Page.addScriptToEvaluateOnNewDocument`` with ``worldName``), before any page script runs. It installs
     the bundles only in a top-level document (a frame's world gets nothing: fixed scripts run in the main
     frame's world); value: the number of bundles named there, else 0. A constant text, so a renderer
-    compiles it once and every later document reuses that compilation. Raises KeyError for an unknown
-    bundle name."""
+    compiles it once and every later document reuses that compilation.
+
+    When ``"snapshot"`` is among `names`, the document's snapshot bundle also *warms up* once, in a task
+    of its own right after the document's ``load`` event (:data:`WARM_UP`): it reads
+    a small inert document of its own, never the page, so the first real snapshot finds the world's
+    reader compiled and its inline caches warm (docs/reader.md "Warm-up"). Raises KeyError for an
+    unknown bundle name."""
     return _new_document(tuple(names))
+
+
+WARM_UP: Final = (
+    "(function kelpieWarm(run) {"
+    ' "use strict";'
+    " const step = (doc, part) => { setTimeout(() => { run({ warm: true, doc, part }).then((v) => {"
+    " if (v && v.more === true) step(v.doc, part + 1); }); }, 0); };"
+    ' if (document.readyState === "complete") step(null, 0);'
+    ' else addEventListener("load", () => step(null, 0), { once: true });'
+    " })"
+)
+"""``WARM_UP(run)``: once the document has loaded, call the snapshot bundle ``run`` with ``{warm: true,
+doc, part}`` for each part of its warm-up document in turn, each call in a task of its own, the first
+after ``load`` and its listeners: the navigation (which a host answers at ``load``) is never held up
+for it, the renderer runs it while that answer travels to the client, and a call that arrives meanwhile
+waits for one part at most. Every name it uses (``setTimeout``, ``addEventListener``, ``document``, the
+promise's ``then``) is the isolated world's own, which no page script can replace; the listener and the
+timers are invisible to the page."""
 
 
 @functools.cache
 def _new_document(names: tuple[str, ...]) -> str:
-    return f"(globalThis.top === globalThis ? {_preload(names)} : 0)"
+    if "snapshot" not in names:
+        return f"(globalThis.top === globalThis ? {_preload(names)} : 0)"
+    loads = ", ".join(_loaded(name) for name in names)
+    warm = names.index("snapshot")
+    return (
+        f"(globalThis.top === globalThis ? ((runs) => ({WARM_UP}(runs[{warm}]), runs.length))([{loads}]) : 0)"
+    )
 
 
 KEPT_MISSING: Final = "kelpieBundleMissing"

@@ -70,13 +70,21 @@ class StyleRecord {
     return this._secured;
   }
 }
+// The warm-up (snapshot.js `warmUp`) reads a small inert document of its own, which has no computed style
+// and no boxes: for the elements of that one document, and only during that run, their inline style
+// stands in for the computed style and every element counts as rendered, so the code a real read runs is
+// what gets compiled. A real read never sets WARM_DOC, and no page can reach the warm-up's document.
+let WARM_DOC = null;
+function warming(el) {
+  return WARM_DOC !== null && el.ownerDocument === WARM_DOC;
+}
 const styleCache = new Map();
 function styleOf(el, pseudo) {
   const view = el.ownerDocument && el.ownerDocument.defaultView;
   if (pseudo) return view ? view.getComputedStyle(el, pseudo) : null;
   let st = styleCache.get(el);
   if (st === undefined) {
-    const raw = view ? view.getComputedStyle(el) : null;
+    const raw = view ? view.getComputedStyle(el) : warming(el) ? el.style : null;
     st = raw ? new StyleRecord(raw) : null;
     styleCache.set(el, st);
   }
@@ -126,7 +134,7 @@ function isRendered(el) {
   } else if (tag === "area") {
     const map = el.closest("map");
     r = !!map && (styleOf(map) || {}).display !== "none";
-  } else if (typeof el.checkVisibility === "function") r = el.checkVisibility();
+  } else if (typeof el.checkVisibility === "function") r = el.checkVisibility() || warming(el);
   else r = true;
   renderedCache.set(el, r);
   return r;

@@ -55,7 +55,81 @@ function continuation(reg, P) {
   return answer(reg, snap, at.textAt, at.elementAt, P);
 }
 
+// ---------------------------------------------------------------- warm-up (docs/reader.md "Warm-up")
+// P = {warm: true, doc, part}: run by the host's new-document script (reader.WARM_UP) once per document,
+// right after `load`, so that the first real snapshot finds this world's reader compiled, its inline
+// caches warm and the world's interface objects of the usual element kinds made. It reads a small inert
+// document of its own (document.implementation.createHTMLDocument: no browsing context, so no scripts,
+// loads, events or observers, and nothing the page can reach), never the page's; it leaves no registry,
+// no kept read and no observer. One call reads one part of that document (`part`, from 0; `doc` null
+// on the first call, which builds it) and answers {warmed: <elements described>, doc, more}, so the
+// warm-up runs as a few short tasks and a snapshot that arrives meanwhile waits for one part at most.
+// [tag, display, children (strings are text), attributes]
+const WARM_TREE = ["main", "block", [
+  ["div", "block", [
+    ["nav", "block", [["ul", "block", [
+      ["li", "list-item", [["a", "inline", ["Home"], { href: "#home" }]]],
+      ["li", "list-item", [["a", "inline", ["About"], { href: "/about" }]]],
+    ]]]],
+    ["h1", "block", ["Heading"]],
+    ["p", "block", ["Some ", ["strong", "inline", ["text"]], " and a ", ["a", "inline", ["link"], { href: "https://example.invalid/" }], "."]],
+  ]],
+  ["form", "block", [
+    ["label", "inline", ["Name ", ["input", "inline-block", [], { type: "text", name: "n" }]]],
+    ["label", "inline", ["Mail ", ["input", "inline-block", [], { type: "email", required: "" }]]],
+    ["input", "inline-block", [], { type: "search", "aria-label": "Search" }],
+    ["textarea", "inline-block", [], { "aria-labelledby": "kelpie-warm-notes" }],
+    ["span", "inline", ["Notes"], { id: "kelpie-warm-notes" }],
+  ]],
+  ["form", "block", [
+    ["select", "inline-block", [["option", "block", ["One"]], ["option", "block", ["Two"], { selected: "" }]]],
+    ["label", "inline", [["input", "inline-block", [], { type: "checkbox", checked: "" }], " Check"]],
+    ["input", "inline-block", [], { type: "radio", name: "r", id: "kelpie-warm-radio" }],
+    ["label", "inline", ["Choice"], { for: "kelpie-warm-radio" }],
+  ]],
+  ["div", "block", [
+    ["button", "inline-block", ["Send"], { type: "button" }],
+    ["button", "inline-block", [["img", "inline", [], { alt: "Clear" }]], { type: "reset", disabled: "" }],
+    ["div", "block", ["Open"], { role: "button", tabindex: "0", "aria-expanded": "false" }],
+    ["details", "block", [["summary", "list-item", ["More"]], ["p", "block", ["Inside."]]], { open: "" }],
+  ]],
+]];
+
+function warmNode(doc, spec) {
+  if (typeof spec === "string") return doc.createTextNode(spec);
+  const [tag, display, children, attributes] = spec;
+  const el = doc.createElement(tag);
+  for (const name in attributes || {}) el.setAttribute(name, attributes[name]);
+  el.style.display = display; // CSSOM, not a style attribute: no policy applies and nothing is parsed
+  el.style.visibility = "visible";
+  for (const child of children) el.appendChild(warmNode(doc, child));
+  return el;
+}
+
+const MAX_WARM_ELEMENTS = 50;
+function warmUp(P) {
+  let doc = P.doc;
+  if (!doc) {
+    doc = document.implementation.createHTMLDocument("");
+    doc.body.appendChild(warmNode(doc, WARM_TREE));
+  }
+  const parts = doc.body.firstElementChild.children;
+  const at = Number.isInteger(P.part) && P.part >= 0 ? P.part : 0;
+  if (at >= parts.length) return { warmed: 0, doc, more: false };
+  WARM_DOC = doc;
+  try {
+    const rec = readRecord(parts[at], 1000);
+    const page = pageOf(rec, 0, 0, 1000, MAX_WARM_ELEMENTS);
+    const flags = { truncated: page.truncated };
+    for (const info of page.picked) describe(info, flags);
+    return { warmed: page.picked.length, doc, more: at + 1 < parts.length };
+  } finally {
+    WARM_DOC = null;
+  }
+}
+
 async function main(P) {
+  if (P.warm === true) return warmUp(P);
   const reg = registry(true);
   if (P.cursor) return continuation(reg, P);
   let start = null;
