@@ -110,10 +110,6 @@ whichever call comes next (docs/host.md "Navigate: load, then the first layout")
 FIRST_LAYOUT_MARGIN_S = 0.5
 """How much of a navigation's ``timeoutMs`` the first-layout wait leaves unused, so that a document busy
 after ``load`` still gets its navigation answered (as loaded) before the gateway's deadline."""
-FIRST_LAYOUT_MAX_S = 5.0
-"""The longest the first-layout wait lasts whatever the ``timeoutMs`` (seconds): a document whose own script
-keeps its renderer busy after ``load`` gets its navigation answered (as loaded) after this, not after
-nearly the whole ``timeoutMs``; a first style and layout longer than this is paid by the next call."""
 VIEWPORT = {"width": 1280, "height": 800}
 
 
@@ -857,11 +853,10 @@ class ChromiumRenderer:
 
     async def _first_layout(self, tab: Tab, deadline: float) -> None:
         """After ``load``: wait until the document has had its first style and layout (:data:`FIRST_LAYOUT`),
-        bounded by the navigation's deadline (``deadline``, loop time) less :data:`FIRST_LAYOUT_MARGIN_S`, and by
-        :data:`FIRST_LAYOUT_MAX_S`.
+        bounded by the navigation's deadline (``deadline``, loop time) less :data:`FIRST_LAYOUT_MARGIN_S`.
         Best effort: a document still busy then, or a world that cannot be had, leaves the navigation
         answered as loaded, and the layout to whichever call comes next, as before."""
-        left = min(deadline - FIRST_LAYOUT_MARGIN_S - asyncio.get_running_loop().time(), FIRST_LAYOUT_MAX_S)
+        left = deadline - FIRST_LAYOUT_MARGIN_S - asyncio.get_running_loop().time()
         if left <= 0 or tab.crashed:
             return
 
