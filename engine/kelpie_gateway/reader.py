@@ -246,9 +246,9 @@ WARM_UP: Final = (
 )
 """``WARM_UP(run)``: once the document has loaded, call the snapshot bundle ``run`` with ``{warm: true,
 doc, part}`` for each part of its warm-up document in turn, each call in a task of its own, the first
-after ``load`` and its listeners: the navigation (which a host answers at ``load``) is never held up
-for it, the renderer runs it while that answer travels to the client, and a call that arrives meanwhile
-waits for one part at most. Every name it uses (``setTimeout``, ``addEventListener``, ``document``, the
+after ``load`` and its listeners: ``load`` itself is never held up for it, and a call that arrives
+meanwhile (the reference host's first-layout evaluation after a navigation, a snapshot) waits for one
+part at most; the other parts run while that answer travels to the client. Every name it uses (``setTimeout``, ``addEventListener``, ``document``, the
 promise's ``then``) is the isolated world's own, which no page script can replace; the listener and the
 timers are invisible to the page."""
 

@@ -210,6 +210,7 @@ class Tab:
     title: str = ""
     dialog: Dialog | None = None
     dialog_timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+    dialog_waiters: set[asyncio.Future[None]] = field(default_factory=set, repr=False)  # _first_layout
     ready: asyncio.Future[Any] | None = field(default=None, repr=False)
     crashed: bool = False
 
@@ -633,18 +634,27 @@ class ChromiumRenderer:
         raise PageNotMade(f"the new page's renderer died as it was created, twice ({purpose})")
 
     async def _page_once(self) -> asyncio.Future[Page] | None:
-        """One ``new_page``, raced against a page born meanwhile dying and :data:`BIRTH_PATIENCE_S`: the
-        done future of the page, or None when it was born dead or never came (Chromium sometimes never
-        answers for a page whose renderer died before the page was announced; a late answer is closed).
+        """One ``new_page``, raced against a page born meanwhile dying and :data:`BIRTH_PATIENCE_S` (twice
+        that more when a page was announced alive meanwhile: a healthy page made slowly on a loaded
+        machine): the done future of the page, or None when it was born dead or never came (Chromium
+        sometimes never answers for a page whose renderer died before the page was announced; a late
+        answer is closed, and that close is the host's own, not a birth that died).
         Raises PlaywrightError for any other failure."""
         assert self._context is not None
         loop = asyncio.get_running_loop()
         if self._birth_died is None or self._birth_died.done():
             self._birth_died = loop.create_future()
         died = self._birth_died
+        before = set(self._born)
         making = asyncio.ensure_future(self._context.new_page())
         waits: set[asyncio.Future[Any]] = {making, died}
         await asyncio.wait(waits, timeout=BIRTH_PATIENCE_S, return_when=asyncio.FIRST_COMPLETED)
+        if (
+            not making.done()
+            and not died.done()
+            and any(key not in before and key not in self._born_dead for key in self._born)
+        ):  # a page was announced alive meanwhile: a slow machine, not a dead renderer; let it finish
+            await asyncio.wait(waits, timeout=2 * BIRTH_PATIENCE_S, return_when=asyncio.FIRST_COMPLETED)
         if making.done():
             exc = making.exception()
             if exc is None:
@@ -659,7 +669,9 @@ class ChromiumRenderer:
 
         def close_late(done: asyncio.Future[Page]) -> None:  # new_page answering after all: not a tab
             if not done.cancelled() and done.exception() is None:
-                self._spawn(self._quiet(done.result().close(run_before_unload=False)))
+                page = done.result()
+                self._born.pop(id(page), None)  # the host's own close: not a birth that died (_birth_failed)
+                self._spawn(self._quiet(page.close(run_before_unload=False)))
 
         making.add_done_callback(close_late)
         return None
@@ -708,6 +720,9 @@ class ChromiumRenderer:
         self._clear_dialog(tab)
         tab.dialog = dialog
         self.log(f"dialog opened in tab {tab.tab_id}: {dialog.type}")
+        for waiter in tab.dialog_waiters:  # a dialog blocks the renderer: nothing waits behind it
+            if not waiter.done():
+                waiter.set_result(None)
         loop = asyncio.get_running_loop()
         tab.dialog_timer = loop.call_later(self.dialog_timeout_s, self._expire_dialog, tab, dialog)
 
@@ -854,10 +869,13 @@ class ChromiumRenderer:
     async def _first_layout(self, tab: Tab, deadline: float) -> None:
         """After ``load``: wait until the document has had its first style and layout (:data:`FIRST_LAYOUT`),
         bounded by the navigation's deadline (``deadline``, loop time) less :data:`FIRST_LAYOUT_MARGIN_S`.
-        Best effort: a document still busy then, or a world that cannot be had, leaves the navigation
-        answered as loaded, and the layout to whichever call comes next, as before."""
-        left = deadline - FIRST_LAYOUT_MARGIN_S - asyncio.get_running_loop().time()
-        if left <= 0 or tab.crashed:
+        Best effort: a document still busy then, a JavaScript dialog open or opening (it blocks the
+        renderer until someone answers it: the caller must get the navigation's answer to do that), or a
+        world that cannot be had, leaves the navigation answered as loaded, and the layout to whichever
+        call comes next, as before."""
+        loop = asyncio.get_running_loop()
+        left = deadline - FIRST_LAYOUT_MARGIN_S - loop.time()
+        if left <= 0 or tab.crashed or tab.dialog is not None:
             return
 
         async def lay_out() -> None:
@@ -867,10 +885,16 @@ class ChromiumRenderer:
                 {"expression": FIRST_LAYOUT, "contextId": world.context_id, "returnByValue": True},
             )
 
-        waited = asyncio.ensure_future(lay_out())
-        waited.add_done_callback(lambda done: done.cancelled() or done.exception())  # may finish after us
-        with contextlib.suppress(PlaywrightError, TimeoutError):
-            await asyncio.wait_for(asyncio.shield(waited), left)
+        waited = asyncio.ensure_future(self._quiet(lay_out()))  # may finish after us (busy page, dialog)
+        self._background.add(waited)
+        waited.add_done_callback(self._background.discard)
+        dialog: asyncio.Future[None] = loop.create_future()
+        tab.dialog_waiters.add(dialog)
+        try:
+            await asyncio.wait({waited, dialog}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            tab.dialog_waiters.discard(dialog)
+            dialog.cancel()
 
     async def _screenshot(self, params: Mapping[str, Any]) -> JsonObject:
         tab = self._live_tab(params)
