@@ -228,8 +228,8 @@ def new_document_script(names: tuple[str, ...] = ("snapshot", "click", "type")) 
     compiles it once and every later document reuses that compilation.
 
     When ``"snapshot"`` is among `names`, the document's snapshot bundle also *warms up* once, in a task
-    of its own right after the document's ``load`` event (:data:`WARM_UP`): it reads
-    a small inert document of its own, never the page, so the first real snapshot finds the world's
+    of its own right after the document's ``load`` event (:data:`WARM_UP`): it reads a small inert
+    document of its own, never the page, so the first real snapshot finds the world's
     reader compiled and its inline caches warm (docs/reader.md "Warm-up"). Raises KeyError for an
     unknown bundle name."""
     return _new_document(tuple(names))
@@ -248,8 +248,8 @@ WARM_UP: Final = (
 doc, part}`` for each part of its warm-up document in turn, each call in a task of its own, the first
 after ``load`` and its listeners: ``load`` itself is never held up for it, and a call that arrives
 meanwhile (the reference host's first-layout evaluation after a navigation, a snapshot) waits for one
-part at most; the other parts run while that answer travels to the client. Every name it uses (``setTimeout``, ``addEventListener``, ``document``, the
-promise's ``then``) is the isolated world's own, which no page script can replace; the listener and the
+part at most; the other parts run while that answer travels to the client. Every name it uses
+(``setTimeout``, ``addEventListener``, ``document``, the promise's ``then``) is the isolated world's own, which no page script can replace; the listener and the
 timers are invisible to the page."""
 
 

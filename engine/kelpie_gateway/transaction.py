@@ -33,8 +33,8 @@ Host inputs accepted per state are :data:`ACCEPTS`: ``advance`` (a result for th
 Implementation note: the table is also loaded into a ``transitions.Machine`` by
 :func:`build_machine` (used to draw ``docs`` diagrams and, in the tests, as the oracle that every
 ``(state, event)`` pair behaves identically). The hot path uses :data:`_NEXT`, a dict compiled from
-the same table (looked up per source state, :data:`_FROM`), because a ``transitions`` trigger costs ≈13 µs here against a 60 µs budget for a whole
-transaction (``tools/bench`` prints both side by side).
+the same table (looked up per source state, :data:`_FROM`), because a ``transitions`` trigger costs
+≈13 µs here against a 60 µs budget for a whole transaction (``tools/bench`` prints both side by side).
 """
 
 from __future__ import annotations
@@ -122,8 +122,9 @@ class Transaction:
     ``planned`` (what the main dispatch acts on), ``switched`` (selected targeting dispatched a
     ``switch-tab`` that did not report "not run": the selection changed, so no later failure of the
     transaction is a refusal, §4, §5), ``closes`` (the gateway's count of tabs reported gone when the
-    pending dispatch was issued: a tab closed later stays closed whatever its result says) and ``abandoned`` (the stuck dispatch's native
-    ``{method, tabId}`` after a cancel, for ``next``'s ``awaitingRetirement``).
+    pending dispatch was issued: a tab closed later stays closed whatever its result says) and
+    ``abandoned`` (the stuck dispatch's native ``{method, tabId}`` after a cancel, for ``next``'s
+    ``awaitingRetirement``).
 
     A plain ``__slots__`` class, not a dataclass: one is built per transaction, and explicit attributes
     replace a per-transaction ``plan`` dict (docs/engine.md, "Performance")."""

@@ -615,8 +615,9 @@ class ChromiumRenderer:
         process that died with the others (its spare renderer) before the browser noticed: the page is
         born, then crashes or closes, and ``new_page`` raises "Target crashed" or never returns. Nothing
         of the request has run then, so the page is made once more; if that one is born dead too,
-        :class:`PageNotMade` is raised (PlaywrightError for any other failure). Pages born dead are closed and never become tabs; a page another
-        page opened meanwhile (a popup) is adopted as usual once the making is over."""
+        :class:`PageNotMade` is raised (PlaywrightError for any other failure). Pages born dead are closed
+        and never become tabs; a page another page opened meanwhile (a popup) is adopted as usual once the
+        making is over."""
         for attempt in range(2):
             self._making += 1
             made: asyncio.Future[Page] | None = None
@@ -690,11 +691,12 @@ class ChromiumRenderer:
             else:
                 self._adopt(page)
 
-    def _spawn(self, aw: Awaitable[Any]) -> None:
-        """Run ``aw`` in the background (kept referenced until it is done)."""
+    def _spawn(self, aw: Awaitable[Any]) -> asyncio.Future[Any]:
+        """Run ``aw`` in the background (kept referenced until it is done); returns its task."""
         task = asyncio.ensure_future(aw)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     def _on_close(self, tab: Tab) -> None:
         known = self._tabs.get(tab.tab_id) is tab
@@ -885,9 +887,7 @@ class ChromiumRenderer:
                 {"expression": FIRST_LAYOUT, "contextId": world.context_id, "returnByValue": True},
             )
 
-        waited = asyncio.ensure_future(self._quiet(lay_out()))  # may finish after us (busy page, dialog)
-        self._background.add(waited)
-        waited.add_done_callback(self._background.discard)
+        waited = self._spawn(self._quiet(lay_out()))  # may finish after us (busy page, dialog)
         dialog: asyncio.Future[None] = loop.create_future()
         tab.dialog_waiters.add(dialog)
         try:
@@ -1095,17 +1095,21 @@ def _unavailable(why: str, cdp_endpoint: str | None = None) -> JsonObject:
     return fail("BROWSER_UNAVAILABLE", message, mayHaveCompleted=False)
 
 
+def _timeout_ms(params: Mapping[str, Any]) -> int:
+    """The call's ``timeoutMs`` (the gateway's deadline, milliseconds; 10,000 when absent or unusable)."""
+    value = params.get("timeoutMs")
+    return value if isinstance(value, int) and value > 0 else 10_000
+
+
 def _deadline(params: Mapping[str, Any]) -> float:
     """The loop time at which the call's ``timeoutMs`` (the gateway's deadline) runs out, from now."""
-    return asyncio.get_running_loop().time() + (_timeout(params) - 1_000) / 1000
+    return asyncio.get_running_loop().time() + _timeout_ms(params) / 1000
 
 
 def _timeout(params: Mapping[str, Any]) -> float:
     """Playwright's own timeout: a little past the gateway deadline, so the host's deadline fires first and
     the late reply still arrives (and retires) well within the retirement grace (:data:`RETIREMENT_GRACE_MS`)."""
-    value = params.get("timeoutMs")
-    ms = value if isinstance(value, int) and value > 0 else 10_000
-    return float(ms + 1_000)
+    return float(_timeout_ms(params) + 1_000)
 
 
 def _short(exc: object, limit: int = 300) -> str:
