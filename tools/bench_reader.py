@@ -18,7 +18,11 @@ the same browser), so machine load hits both alike (2 shared cores: the ratios c
   list), timed inside the page, each reader in its own tab and renderer (wrappers are per world and GC per
   heap: sharing them would share their cost); prints each reader's first read of its fresh world, the median/min/max of the
   repeated reads, the answer's size, whether the end button is among the elements, and the ratios
-  working/previous (issue 16: 10k ≤ 0.1× Playwright MCP, 100k ≤ 1 s end to end).
+  working/previous (issue 16: 10k ≤ 0.1× Playwright MCP, 100k ≤ 1 s end to end). Also the median
+  renderer CPU time per repeated read (``cpu ms``: CDP ``SystemInfo.getProcessInfo`` before and after
+  each read, summed over the renderer processes, of which only the measured tab's is busy): on a
+  shared machine wall time includes the time the renderer waited for a core, CPU time does not, so
+  its ratio is the steadier one (the clock behind it ticks in 10 ms, hence the mean over the rounds).
 * ``host``: the same pages through a real ``kelpie-gateway serve`` (HTTP, Python API or ``--via-abi``):
   the wall time of whole ``tab.snapshot`` calls, first and repeated, and whether the end button is listed.
 * ``coverage``: for every corpus entry page (``pages.txt``): the controls (listed elements that are not
@@ -125,8 +129,13 @@ def speed(args: argparse.Namespace, browser: Any) -> None:
     print(f"tab.snapshot (12,000 chars, 200 elements), previous = {args.base[:12]}, working = this tree; "
           f"times inside the page; each reader in its own tab: its first read, then the median of "
           f"{args.rounds} alternating repeated reads")
-    print(f"{'items':>7} {'reader':9} {'first ms':>9} {'median ms':>10} {'min ms':>8} {'max ms':>8} {'chars':>6} "
-          f"{'elements':>8}  end button")
+    print(f"{'items':>7} {'reader':9} {'first ms':>9} {'median ms':>10} {'min ms':>8} {'max ms':>8} {'cpu ms':>8} "
+          f"{'chars':>6} {'elements':>8}  end button")
+    system = browser.new_browser_cdp_session()
+
+    def renderer_cpu_ms() -> float:
+        info = system.send("SystemInfo.getProcessInfo")["processInfo"]
+        return 1000 * sum(p["cpuTime"] for p in info if p["type"] == "renderer")
     with tempfile.TemporaryDirectory() as tmp:
         server, port = serve(Path(tmp))
         for items in args.items:
@@ -150,19 +159,25 @@ def speed(args: argparse.Namespace, browser: Any) -> None:
             for name, s in scripts.items():  # the first read of each fresh world, and each answer's shape
                 shape[name] = worlds[name].evaluate(s, timeout_ms=600000)
             times: dict[str, list[float]] = {name: [] for name in scripts}
+            cpu: dict[str, list[float]] = {name: [] for name in scripts}
             for _ in range(args.rounds):
                 for name, s in scripts.items():
+                    before = renderer_cpu_ms()
                     times[name].append(worlds[name].evaluate(s, timeout_ms=600000)["ms"])
+                    cpu[name].append(renderer_cpu_ms() - before)
             for c in contexts.values():
                 c.close()
             med = {name: statistics.median(v) for name, v in times.items()}
+            mcpu = {name: statistics.fmean(v) for name, v in cpu.items()}
             for name in scripts:
                 v = shape[name]
                 print(f"{items:7} {name:9} {v['ms']:9.1f} {med[name]:10.1f} {min(times[name]):8.1f} "
-                      f"{max(times[name]):8.1f} {v['chars']:6} {v['n']:8}  {'listed' if v['end'] else 'NOT listed'}")
+                      f"{max(times[name]):8.1f} {mcpu[name]:8.1f} {v['chars']:6} {v['n']:8}  "
+                      f"{'listed' if v['end'] else 'NOT listed'}")
             print(f"{items:7} ratio working/previous: first {shape['working']['ms'] / shape['previous']['ms']:.3f}, "
                   f"repeated median {med['working'] / med['previous']:.3f}, "
-                  f"minimum {min(times['working']) / min(times['previous']):.3f}", flush=True)
+                  f"minimum {min(times['working']) / min(times['previous']):.3f}, "
+                  f"renderer CPU mean {mcpu['working'] / mcpu['previous']:.3f}", flush=True)
         server.shutdown()
 
 
