@@ -4,6 +4,7 @@
 Usage::
 
     .venv/bin/python tools/bench_reader.py speed    [--base REV] [--items 10000 100000] [--rounds 5] [--firsts 3]
+    .venv/bin/python tools/bench_reader.py calls    [--base REV] [--items 10000]
     .venv/bin/python tools/bench_reader.py host     [--items 10000 100000] [--rounds 5] [--via-abi]
     .venv/bin/python tools/bench_reader.py coverage [--base REV] [--corpus DIR]
     .venv/bin/python tools/bench_reader.py golden   [--write | --base REV] [--only ENTRY …] [--corpus DIR]
@@ -23,6 +24,12 @@ the same browser), so machine load hits both alike (2 shared cores: the ratios c
   each read, summed over the renderer processes, of which only the measured tab's is busy): on a
   shared machine wall time includes the time the renderer waited for a core, CPU time does not, so
   its ratio is the steadier one (the clock behind it ticks in 10 ms, hence the mean over the rounds).
+* ``calls``: a deterministic measure for a noisy machine: per ``--items`` size, the DOM and CSSOM calls
+  (every getter, setter and method of the DOM, CSSOM and window interfaces, counted by name) one
+  snapshot of each reader makes in its own fresh tab, first read and a repeated read; prints the totals
+  and the names whose counts differ. Counting wraps every interface member in the isolated world, so
+  times are meaningless here; the counts are exact and repeatable (one read of the same page and the
+  same reader makes the same calls).
 * ``host``: the same pages through a real ``kelpie-gateway serve`` (HTTP, Python API or ``--via-abi``):
   the wall time of whole ``tab.snapshot`` calls, first and repeated, and whether the end button is listed.
 * ``coverage``: for every corpus entry page (``pages.txt``): the controls (listed elements that are not
@@ -207,6 +214,79 @@ def speed(args: argparse.Namespace, browser: Any) -> None:
                   f"minimum {min(times['working']) / min(times['previous']):.3f}, renderer CPU first "
                   f"{mfirst_cpu['working'] / mfirst_cpu['previous']:.3f}, repeated "
                   f"{mcpu['working'] / mcpu['previous']:.3f}", flush=True)
+        server.shutdown()
+
+
+# Installed in the reader's world before the reader runs (``calls``): wraps every accessor and method of the
+# interfaces a read can touch, counting calls by "Interface.member", in that world only (its prototypes
+# are its own; the page's are untouched).
+COUNT_CALLS = r"""(() => {
+  if (globalThis.__kelpieCalls) return true;
+  const counts = new Map();
+  Object.defineProperty(globalThis, "__kelpieCalls", { value: counts });
+  const bump = (k) => counts.set(k, (counts.get(k) || 0) + 1);
+  const names = Object.getOwnPropertyNames(globalThis).filter((n) => /^(Node|Element|HTML\w*Element|SVG\w*Element|Document|ShadowRoot|DocumentFragment|CharacterData|Text|CSSStyleDeclaration|CSSStyleProperties|Range|AbstractRange|Window|EventTarget|NodeList|HTMLCollection|DOMRect\w*|MutationObserver)$/.test(n));
+  for (const n of names) {
+    const proto = globalThis[n] && globalThis[n].prototype;
+    if (!proto) continue;
+    for (const key of Object.getOwnPropertyNames(proto)) {
+      if (key === "constructor") continue;
+      const d = Object.getOwnPropertyDescriptor(proto, key);
+      if (!d || !d.configurable) continue;
+      const label = n + "." + key;
+      if (d.get) {
+        const get = d.get;
+        d.get = function () { bump(label); return get.call(this); };
+      }
+      if (typeof d.value === "function") {
+        const f = d.value;
+        d.value = function (...a) { bump(label); return f.apply(this, a); };
+      }
+      if (d.get || typeof d.value === "function") Object.defineProperty(proto, key, d);
+    }
+  }
+  const gcs = globalThis.getComputedStyle;
+  // computed-style properties are named properties of each declaration, not prototype members: a proxy counts them
+  const style = { get: (t, k) => { if (typeof k === "string") bump("computed style." + k); return t[k]; } };
+  globalThis.getComputedStyle = function (...a) {
+    bump("window.getComputedStyle");
+    return new Proxy(gcs.apply(this, a), style);
+  };
+  return true;
+})()"""
+TAKE_CALLS = "(() => { const c = globalThis.__kelpieCalls; const o = Object.fromEntries(c); c.clear(); return o; })()"
+
+
+def calls(args: argparse.Namespace, browser: Any) -> None:
+    """Per page size: the DOM/CSSOM calls of one snapshot per reader, first and repeated read (see COUNT_CALLS)."""
+    old, new = old_bundle(args.base, "snapshot"), reader.assemble_bundle("snapshot")
+    bundles = {"previous": old, "working": new}
+    with tempfile.TemporaryDirectory() as tmp:
+        server, port = serve(Path(tmp))
+        for items in args.items:
+            (Path(tmp) / f"big{items}.html").write_text(big_page(items), encoding="utf-8")
+            params = reader.js_literal({"key": secrets.token_hex(16), "maxChars": 12000, "maxElements": 200})
+            counted: dict[str, list[dict[str, int]]] = {}
+            for name, bundle in bundles.items():
+                context = browser.new_context()
+                page = context.new_page()
+                page.goto(f"http://127.0.0.1:{port}/big{items}.html", wait_until="load", timeout=600000)
+                world = HostWorld(page)
+                world.evaluate(COUNT_CALLS)
+                counted[name] = []
+                for _ in range(2):
+                    world.evaluate(f"{bundle}({params})", timeout_ms=600000)
+                    counted[name].append(world.evaluate(TAKE_CALLS))
+                context.close()
+            for i, which in enumerate(("first read", "repeated read")):
+                before, after = counted["previous"][i], counted["working"][i]
+                total_b, total_a = sum(before.values()), sum(after.values())
+                print(f"{items:7} items, {which}: DOM/CSSOM calls previous {total_b:,}, working {total_a:,} "
+                      f"({total_a / total_b:.3f})")
+                for key in sorted(set(before) | set(after), key=lambda k: -abs(after.get(k, 0) - before.get(k, 0))):
+                    b, a = before.get(key, 0), after.get(key, 0)
+                    if a != b:
+                        print(f"          {key:48} {b:9,} -> {a:9,}")
         server.shutdown()
 
 
@@ -418,7 +498,7 @@ def print_difference(base: str, working: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["speed", "coverage", "golden", "host"])
+    ap.add_argument("what", choices=["speed", "calls", "coverage", "golden", "host"])
     ap.add_argument("--via-abi", action="store_true", help="host: the host drives the engine through the C library")
     ap.add_argument("--write", action="store_true", help="golden: record the working reader's digests")
     ap.add_argument("--only", nargs="*", default=None, help="golden: only these corpus entries")
@@ -439,7 +519,7 @@ def main() -> None:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=list(CHROMIUM_FLAGS))
         try:
-            {"speed": speed, "coverage": coverage, "golden": golden}[args.what](args, browser)
+            {"speed": speed, "calls": calls, "coverage": coverage, "golden": golden}[args.what](args, browser)
         finally:
             browser.close()
 

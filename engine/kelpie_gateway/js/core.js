@@ -850,20 +850,30 @@ function walkDocument(doc, cb, start, elements) {
   // unless it lies past the depth bound (then it cuts): such children are stepped over without being
   // touched (each node touched from the isolated world costs a wrapper), and a text-only walk stops.
   const textDone = (ctx) => !ctx.text || cb.full();
-  const children = (first, depth, ctx, pending) => {
+  // The children of `parent` (an element or a shadow root). A child reached by an element step
+  // (`firstElementChild`/`nextElementSibling`, taken once no more text is read) is visited as an element
+  // without asking its nodeType (a DOM call per node from this world).
+  const children = (parent, depth, ctx, pending) => {
     const elementsOnly = depth + 1 <= DEPTH_MAX;
-    for (let c = first; c; c = elementsOnly && textDone(ctx) ? c.nextElementSibling : c.nextSibling) {
-      if (elementsOnly && !ctx.elements && !cb.root && textDone(ctx)) return;
-      if (c.nodeType === 1 || !elementsOnly || !textDone(ctx)) visit(c, depth + 1, ctx, pending);
+    let element = elementsOnly && textDone(ctx);
+    for (let c = element ? parent.firstElementChild : parent.firstChild; c; ) {
+      if (elementsOnly && textDone(ctx)) {
+        if (!ctx.elements && !cb.root) return;
+        if (element || c.nodeType === 1) visitElement(c, depth + 1, ctx, pending);
+        c = c.nextElementSibling;
+        element = true;
+      } else {
+        visit(c, depth + 1, ctx, pending);
+        c = c.nextSibling;
+        element = false;
+      }
     }
   };
-  const firstOf = (parent, depth, ctx) =>
-    depth + 1 <= DEPTH_MAX && textDone(ctx) ? parent.firstElementChild : parent.firstChild;
   const visitChildren = (parent, tag, depth, ctx, pending) => {
     const root = openRootOf(parent, tag);
     if (root) {
       if (cb.root) cb.root(root);
-      children(firstOf(root, depth, ctx), depth, ctx, pending);
+      children(root, depth, ctx, pending);
       return;
     }
     if (tag === "slot" && parent.assignedNodes) {
@@ -873,7 +883,7 @@ function walkDocument(doc, cb, start, elements) {
         return;
       }
     }
-    children(firstOf(parent, depth, ctx), depth, ctx, pending);
+    children(parent, depth, ctx, pending);
   };
   // The children of an unsettled element (no shadow root: a host is always settled). No text is read
   // any more, so only element children are visited; a child node past the depth bound still cuts.
