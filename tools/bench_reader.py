@@ -3,7 +3,8 @@
 
 Usage::
 
-    .venv/bin/python tools/bench_reader.py speed    [--base REV] [--items 10000 100000] [--rounds 5]
+    .venv/bin/python tools/bench_reader.py speed    [--base REV] [--items 10000 100000] [--rounds 5] [--firsts 3]
+    .venv/bin/python tools/bench_reader.py calls    [--base REV] [--items 10000]
     .venv/bin/python tools/bench_reader.py host     [--items 10000 100000] [--rounds 5] [--via-abi]
     .venv/bin/python tools/bench_reader.py coverage [--base REV] [--corpus DIR]
     .venv/bin/python tools/bench_reader.py golden   [--write | --base REV] [--only ENTRY …] [--corpus DIR]
@@ -18,7 +19,17 @@ the same browser), so machine load hits both alike (2 shared cores: the ratios c
   list), timed inside the page, each reader in its own tab and renderer (wrappers are per world and GC per
   heap: sharing them would share their cost); prints each reader's first read of its fresh world, the median/min/max of the
   repeated reads, the answer's size, whether the end button is among the elements, and the ratios
-  working/previous (issue 16: 10k ≤ 0.1× Playwright MCP, 100k ≤ 1 s end to end).
+  working/previous (issue 16: 10k ≤ 0.1× Playwright MCP, 100k ≤ 1 s end to end). Also the median
+  renderer CPU time per repeated read (``cpu ms``: CDP ``SystemInfo.getProcessInfo`` before and after
+  each read, summed over the renderer processes, of which only the measured tab's is busy): on a
+  shared machine wall time includes the time the renderer waited for a core, CPU time does not, so
+  its ratio is the steadier one (the clock behind it ticks in 10 ms, hence the mean over the rounds).
+* ``calls``: a deterministic measure for a noisy machine: per ``--items`` size, the DOM and CSSOM calls
+  (every getter, setter and method of the DOM, CSSOM and window interfaces, counted by name) one
+  snapshot of each reader makes in its own fresh tab, first read and a repeated read; prints the totals
+  and the names whose counts differ. Counting wraps every interface member in the isolated world, so
+  times are meaningless here; the counts are exact and repeatable (one read of the same page and the
+  same reader makes the same calls).
 * ``host``: the same pages through a real ``kelpie-gateway serve`` (HTTP, Python API or ``--via-abi``):
   the wall time of whole ``tab.snapshot`` calls, first and repeated, and whether the end button is listed.
 * ``coverage``: for every corpus entry page (``pages.txt``): the controls (listed elements that are not
@@ -117,16 +128,25 @@ def speed(args: argparse.Namespace, browser: Any) -> None:
     Each reader gets its own tab in its own browser context (its own document, isolated world and
     renderer process): a node's wrapper in a world is made by the first script that touches it and lives
     until GC, and a renderer's GC may run during whichever script comes next, so two readers sharing a
-    world or a heap would share those costs. The first read of each tab is
-    reported apart (a fresh world makes every wrapper, as after a navigation), then `--rounds` repeated
-    reads alternate between the two tabs.
+    world or a heap would share those costs. First reads (a fresh world makes every wrapper, as after a
+    navigation) are reported apart: `--firsts` loads of the page per reader, each laid out (as the host's
+    navigation does) and then read once in its new document's fresh world, the two readers' loads
+    alternating and the order flipped every time — whichever tab reads first right after the pages are
+    loaded is slower (two identical readers measured 0.67× for the second), so a single first read per
+    reader compares order, not readers. Then `--rounds` repeated reads, alternating the same way.
     """
     old, new = old_bundle(args.base, "snapshot"), reader.assemble_bundle("snapshot")
     print(f"tab.snapshot (12,000 chars, 200 elements), previous = {args.base[:12]}, working = this tree; "
-          f"times inside the page; each reader in its own tab: its first read, then the median of "
-          f"{args.rounds} alternating repeated reads")
-    print(f"{'items':>7} {'reader':9} {'first ms':>9} {'median ms':>10} {'min ms':>8} {'max ms':>8} {'chars':>6} "
-          f"{'elements':>8}  end button")
+          f"times inside the page; each reader in its own tab: the median of {args.firsts} first reads of a "
+          f"freshly loaded page, then the median of {args.rounds} alternating repeated reads; cpu ms = renderer "
+          f"CPU time per read, mean (first / repeated)")
+    print(f"{'items':>7} {'reader':9} {'first ms':>9} {'median ms':>10} {'min ms':>8} {'max ms':>8} {'cpu ms':>15} "
+          f"{'chars':>6} {'elements':>8}  end button")
+    system = browser.new_browser_cdp_session()
+
+    def renderer_cpu_ms() -> float:
+        info = system.send("SystemInfo.getProcessInfo")["processInfo"]
+        return 1000 * sum(p["cpuTime"] for p in info if p["type"] == "renderer")
     with tempfile.TemporaryDirectory() as tmp:
         server, port = serve(Path(tmp))
         for items in args.items:
@@ -140,29 +160,133 @@ def speed(args: argparse.Namespace, browser: Any) -> None:
                 "end: !!v.elements && v.elements.some((e) => e.label === END) }; })()"
             ).replace("END", json.dumps(END_BUTTON)).replace("PARAMS", params)
             scripts = {"previous": timed.replace("BUNDLE", old), "working": timed.replace("BUNDLE", new)}
+            url = f"http://127.0.0.1:{port}/big{items}.html"
             contexts, pages, worlds = {}, {}, {}
             for name in scripts:  # a browser context each: its own renderer process, so its own V8 heap and GC
                 contexts[name] = browser.new_context()
                 pages[name] = contexts[name].new_page()
-                pages[name].goto(f"http://127.0.0.1:{port}/big{items}.html", wait_until="load", timeout=600000)
                 worlds[name] = HostWorld(pages[name])
+
+            def timed_read(world: HostWorld, script: str) -> tuple[dict[str, Any], float]:
+                before = renderer_cpu_ms()
+                value = world.evaluate(script, timeout_ms=600000)
+                return value, renderer_cpu_ms() - before
+
+            def orders(names: list[str], n: int) -> list[list[str]]:
+                return [names if i % 2 == 0 else names[::-1] for i in range(n)]
+
+            for name in scripts:
+                pages[name].goto(url, wait_until="load", timeout=600000)
             shape: dict[str, dict[str, Any]] = {}
-            for name, s in scripts.items():  # the first read of each fresh world, and each answer's shape
-                shape[name] = worlds[name].evaluate(s, timeout_ms=600000)
+            first: dict[str, list[float]] = {name: [] for name in scripts}
+            first_cpu: dict[str, list[float]] = {name: [] for name in scripts}
+            for i, order in enumerate(orders(list(scripts), args.firsts)):
+                for name in order:
+                    if i > 0:
+                        pages[name].goto(url, wait_until="load", timeout=600000)
+                    # the first layout, as the host's navigation waits for it (docs/host.md), in the page's world
+                    pages[name].evaluate("document.documentElement.getBoundingClientRect().height")
+                    value, used = timed_read(worlds[name], scripts[name])  # a new document: HostWorld makes its world afresh
+                    shape.setdefault(name, value)
+                    first[name].append(value["ms"])
+                    first_cpu[name].append(used)
             times: dict[str, list[float]] = {name: [] for name in scripts}
-            for _ in range(args.rounds):
-                for name, s in scripts.items():
-                    times[name].append(worlds[name].evaluate(s, timeout_ms=600000)["ms"])
+            cpu: dict[str, list[float]] = {name: [] for name in scripts}
+            for order in orders(list(scripts), args.rounds):
+                for name in order:
+                    value, used = timed_read(worlds[name], scripts[name])
+                    times[name].append(value["ms"])
+                    cpu[name].append(used)
             for c in contexts.values():
                 c.close()
             med = {name: statistics.median(v) for name, v in times.items()}
+            mfirst = {name: statistics.median(v) for name, v in first.items()}
+            mcpu = {name: statistics.fmean(v) for name, v in cpu.items()}
+            mfirst_cpu = {name: statistics.fmean(v) for name, v in first_cpu.items()}
             for name in scripts:
                 v = shape[name]
-                print(f"{items:7} {name:9} {v['ms']:9.1f} {med[name]:10.1f} {min(times[name]):8.1f} "
-                      f"{max(times[name]):8.1f} {v['chars']:6} {v['n']:8}  {'listed' if v['end'] else 'NOT listed'}")
-            print(f"{items:7} ratio working/previous: first {shape['working']['ms'] / shape['previous']['ms']:.3f}, "
+                cpus = f"{mfirst_cpu[name]:.0f} / {mcpu[name]:.0f}"
+                print(f"{items:7} {name:9} {mfirst[name]:9.1f} {med[name]:10.1f} {min(times[name]):8.1f} "
+                      f"{max(times[name]):8.1f} {cpus:>15} {v['chars']:6} {v['n']:8}  "
+                      f"{'listed' if v['end'] else 'NOT listed'}")
+            print(f"{items:7} ratio working/previous: first (median) {mfirst['working'] / mfirst['previous']:.3f}, "
                   f"repeated median {med['working'] / med['previous']:.3f}, "
-                  f"minimum {min(times['working']) / min(times['previous']):.3f}", flush=True)
+                  f"minimum {min(times['working']) / min(times['previous']):.3f}, renderer CPU first "
+                  f"{mfirst_cpu['working'] / mfirst_cpu['previous']:.3f}, repeated "
+                  f"{mcpu['working'] / mcpu['previous']:.3f}", flush=True)
+        server.shutdown()
+
+
+# Installed in the reader's world before the reader runs (``calls``): wraps every accessor and method of the
+# interfaces a read can touch, counting calls by "Interface.member", in that world only (its prototypes
+# are its own; the page's are untouched).
+COUNT_CALLS = r"""(() => {
+  if (globalThis.__kelpieCalls) return true;
+  const counts = new Map();
+  Object.defineProperty(globalThis, "__kelpieCalls", { value: counts });
+  const bump = (k) => counts.set(k, (counts.get(k) || 0) + 1);
+  const names = Object.getOwnPropertyNames(globalThis).filter((n) => /^(Node|Element|HTML\w*Element|SVG\w*Element|Document|ShadowRoot|DocumentFragment|CharacterData|Text|CSSStyleDeclaration|CSSStyleProperties|Range|AbstractRange|Window|EventTarget|NodeList|HTMLCollection|DOMRect\w*|MutationObserver)$/.test(n));
+  for (const n of names) {
+    const proto = globalThis[n] && globalThis[n].prototype;
+    if (!proto) continue;
+    for (const key of Object.getOwnPropertyNames(proto)) {
+      if (key === "constructor") continue;
+      const d = Object.getOwnPropertyDescriptor(proto, key);
+      if (!d || !d.configurable) continue;
+      const label = n + "." + key;
+      if (d.get) {
+        const get = d.get;
+        d.get = function () { bump(label); return get.call(this); };
+      }
+      if (typeof d.value === "function") {
+        const f = d.value;
+        d.value = function (...a) { bump(label); return f.apply(this, a); };
+      }
+      if (d.get || typeof d.value === "function") Object.defineProperty(proto, key, d);
+    }
+  }
+  const gcs = globalThis.getComputedStyle;
+  // computed-style properties are named properties of each declaration, not prototype members: a proxy counts them
+  const style = { get: (t, k) => { if (typeof k === "string") bump("computed style." + k); return t[k]; } };
+  globalThis.getComputedStyle = function (...a) {
+    bump("window.getComputedStyle");
+    return new Proxy(gcs.apply(this, a), style);
+  };
+  return true;
+})()"""
+TAKE_CALLS = "(() => { const c = globalThis.__kelpieCalls; const o = Object.fromEntries(c); c.clear(); return o; })()"
+
+
+def calls(args: argparse.Namespace, browser: Any) -> None:
+    """Per page size: the DOM/CSSOM calls of one snapshot per reader, first and repeated read (see COUNT_CALLS)."""
+    old, new = old_bundle(args.base, "snapshot"), reader.assemble_bundle("snapshot")
+    bundles = {"previous": old, "working": new}
+    with tempfile.TemporaryDirectory() as tmp:
+        server, port = serve(Path(tmp))
+        for items in args.items:
+            (Path(tmp) / f"big{items}.html").write_text(big_page(items), encoding="utf-8")
+            params = reader.js_literal({"key": secrets.token_hex(16), "maxChars": 12000, "maxElements": 200})
+            counted: dict[str, list[dict[str, int]]] = {}
+            for name, bundle in bundles.items():
+                context = browser.new_context()
+                page = context.new_page()
+                page.goto(f"http://127.0.0.1:{port}/big{items}.html", wait_until="load", timeout=600000)
+                world = HostWorld(page)
+                world.evaluate(COUNT_CALLS)
+                counted[name] = []
+                for _ in range(2):
+                    world.evaluate(f"{bundle}({params})", timeout_ms=600000)
+                    counted[name].append(world.evaluate(TAKE_CALLS))
+                context.close()
+            for i, which in enumerate(("first read", "repeated read")):
+                before, after = counted["previous"][i], counted["working"][i]
+                total_b, total_a = sum(before.values()), sum(after.values())
+                print(f"{items:7} items, {which}: DOM/CSSOM calls previous {total_b:,}, working {total_a:,} "
+                      f"({total_a / total_b:.3f})")
+                for key in sorted(set(before) | set(after), key=lambda k: -abs(after.get(k, 0) - before.get(k, 0))):
+                    b, a = before.get(key, 0), after.get(key, 0)
+                    if a != b:
+                        print(f"          {key:48} {b:9,} -> {a:9,}")
         server.shutdown()
 
 
@@ -374,13 +498,14 @@ def print_difference(base: str, working: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["speed", "coverage", "golden", "host"])
+    ap.add_argument("what", choices=["speed", "calls", "coverage", "golden", "host"])
     ap.add_argument("--via-abi", action="store_true", help="host: the host drives the engine through the C library")
     ap.add_argument("--write", action="store_true", help="golden: record the working reader's digests")
     ap.add_argument("--only", nargs="*", default=None, help="golden: only these corpus entries")
     ap.add_argument("--base", default=None)
     ap.add_argument("--items", type=int, nargs="+", default=[10000, 100000])
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--firsts", type=int, default=3, help="speed: fresh loads per reader for the first read")
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
     args = ap.parse_args()
     args.compare = args.base is not None
@@ -394,7 +519,7 @@ def main() -> None:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=list(CHROMIUM_FLAGS))
         try:
-            {"speed": speed, "coverage": coverage, "golden": golden}[args.what](args, browser)
+            {"speed": speed, "calls": calls, "coverage": coverage, "golden": golden}[args.what](args, browser)
         finally:
             browser.close()
 

@@ -4,7 +4,7 @@
 
 Usage::
 
-    .venv/bin/python tools/profile_hops.py [--rounds 8] [--skip 2] [-- EXTRA SERVE FLAGS, e.g. --via-abi]
+    .venv/bin/python tools/profile_hops.py [--rounds 8] [--skip 2] [--items N] [-- EXTRA SERVE FLAGS, e.g. --via-abi]
 
 Starts ``kelpie-gateway serve`` (real headless Chromium) in a child process with timers (a ``sitecustomize``
 on its PYTHONPATH) wrapped around the
@@ -13,7 +13,8 @@ renderer's world lookup, every CDP ``send``) and around the fixed script in the 
 statement, ``performance.timeOrigin + performance.now()``), then drives it over MCP with the Python SDK
 client (stateless revision), timing the client and its HTTP hooks. Each round: navigate to a fresh
 document of ``tools/bench_latency.py``'s 11-control page, the first snapshot, a repeated snapshot, a click
-and a type by ref. Prints per step the median, minimum and maximum milliseconds of each hop. All clocks are
+and a type by ref (with ``--items N``: ``tools/bench_reader.py``'s page of N list items instead, and
+only the navigation and the two snapshots). Prints per step the median, minimum and maximum milliseconds of each hop. All clocks are
 ``CLOCK_MONOTONIC`` except the page's, which is wall time mapped onto it (good to about a millisecond).
 A profile, not a benchmark: the wrapping itself costs a little, and the figures are noisy on a shared
 machine; compare builds with ``tools/bench_latency.py``.
@@ -136,7 +137,7 @@ def analyse(lines: list[dict[str, Any]], skip: int) -> dict[str, dict[str, list[
     return hops
 
 
-async def drive(url: str, token: str, rounds: int, mark: Any) -> None:
+async def drive(url: str, token: str, rounds: int, mark: Any, snapshots_only: bool = False) -> None:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -182,6 +183,8 @@ async def drive(url: str, token: str, rounds: int, mark: Any) -> None:
             )
             await call("first snapshot", "tab.snapshot", {"tabId": tab})
             snap = await call("repeated snapshot", "tab.snapshot", {"tabId": tab})
+            if snapshots_only:
+                continue
             await call("click by ref", "tab.click", {"tabId": tab, "ref": ref(snap, "button", "Send")})
             snap = await call("snapshot after click", "tab.snapshot", {"tabId": tab})
             await call(
@@ -195,17 +198,26 @@ def main() -> int:
     )
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--skip", type=int, default=2, help="first rounds left out (warm-up)")
+    parser.add_argument(
+        "--items",
+        type=int,
+        default=0,
+        help="instead of the small page, bench_reader's big page with N items; navigate and the two snapshots only",
+    )
     parser.add_argument("serve_flags", nargs="*", help="after --: more `serve` flags, e.g. --via-abi")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "tools"))
     from bench_latency import PAGE
+    from bench_reader import big_page
+
+    page = big_page(args.items) if args.items else PAGE
     from kelpie_gateway.host.launch import HostProcess
 
     with tempfile.TemporaryDirectory() as folder:
         site, log = Path(folder) / "site", Path(folder) / "hops.jsonl"
         site.mkdir()
         for name in ("index.html", "small.html"):
-            (site / name).write_text(PAGE, encoding="utf-8")
+            (site / name).write_text(page, encoding="utf-8")
         (Path(folder) / "sitecustomize.py").write_text(HOST_SIDE, encoding="utf-8")
         client_lines: list[dict[str, Any]] = []
 
@@ -218,7 +230,7 @@ def main() -> int:
         )
         try:
             url = host.start()
-            asyncio.run(drive(url, host.pair("profile-hops"), args.rounds, mark))
+            asyncio.run(drive(url, host.pair("profile-hops"), args.rounds, mark, snapshots_only=args.items > 0))
         finally:
             host.stop()
         lines = [json.loads(line) for line in log.read_text().splitlines()] + client_lines

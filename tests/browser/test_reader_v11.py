@@ -349,3 +349,19 @@ def test_text_pages_never_split_a_pair_and_join_to_the_whole_text(page: Page, fi
     for p in pages:
         assert len(p["text"].encode("utf-16-le")) // 2 <= 1001
     assert "".join(p["text"] for p in pages) == whole
+
+
+def test_disabled_and_names_of_many_elements_sharing_their_ancestors(page: Page, fixtures_site: Site) -> None:
+    # A read keeps each ancestor's aria-disabled, inert, modal-dialog and aria-hidden facts once and reuses
+    # them for every element below it (docs/reader.md, "Fourth pass"): each label says what its `disabled`
+    # state must be, deep and shallow elements under shared ancestors, across frames and a frame's modal
+    # dialog; and aria-hidden decides names exactly as before (an untrimmed " true" is not "true").
+    g = open_tab(page, fixtures_site, "ancestors-shared.html")
+    snap = g.snapshot()
+    listed = [e for e in snap["elements"] if e["role"] in ("link", "button")]
+    assert len(listed) == 16, [e["label"] for e in listed]
+    for e in listed[:13]:
+        assert ("disabled" in e.get("states", [])) is e["label"].startswith("dis"), e
+    assert [e["label"] for e in listed[13:]] == ["ok named", "ok named SHOWN", "ok under aria-hidden named"]
+    assert all("disabled" not in e.get("states", []) for e in listed[13:])
+    assert sum(e["label"].startswith("dis") for e in listed) == 8

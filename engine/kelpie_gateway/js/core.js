@@ -78,9 +78,32 @@ let WARM_DOC = null;
 function warming(el) {
   return WARM_DOC !== null && el.ownerDocument === WARM_DOC;
 }
+// Facts that cannot change while no page code runs, kept only for that long: `frozen(fn)` runs `fn`
+// (a walk, or a snapshot's whole read and answer: nothing in them yields to the page or runs its code)
+// with FROZEN = {editable: element -> isContentEditable, view: document -> defaultView, up: element ->
+// its ancestors' aria-hidden/aria-disabled/inert facts}; outside it FROZEN is null and every fact is
+// read afresh (an action after focus runs the page's handlers in between).
+let FROZEN = null;
+function frozen(fn) {
+  if (FROZEN !== null) return fn();
+  FROZEN = { editable: new Map(), view: new Map(), up: new Map() };
+  try {
+    return fn();
+  } finally {
+    FROZEN = null;
+  }
+}
+function viewOf(doc) {
+  if (!doc) return null;
+  if (FROZEN === null) return doc.defaultView;
+  const cache = FROZEN.view;
+  let v = cache.get(doc);
+  if (v === undefined) cache.set(doc, (v = doc.defaultView));
+  return v;
+}
 const styleCache = new Map();
 function styleOf(el, pseudo) {
-  const view = el.ownerDocument && el.ownerDocument.defaultView;
+  const view = viewOf(el.ownerDocument);
   if (pseudo) return view ? view.getComputedStyle(el, pseudo) : null;
   let st = styleCache.get(el);
   if (st === undefined) {
@@ -94,7 +117,8 @@ function isElement(n) {
   return !!n && n.nodeType === 1;
 }
 function tagOf(el) {
-  return String(el.localName || el.nodeName || "").toLowerCase();
+  const name = el.localName; // an element's is a non-empty string
+  return name ? name.toLowerCase() : String(el.nodeName || "").toLowerCase();
 }
 function isHTML(el) {
   return el.namespaceURI === "http://www.w3.org/1999/xhtml";
@@ -139,11 +163,41 @@ function isRendered(el) {
   renderedCache.set(el, r);
   return r;
 }
-function ariaHiddenTree(el) {
+// What `el` and its flat-tree ancestors (across frames) say, as one record: {hidden: aria-hidden="true"
+// on one of them, off: aria-disabled="true" or `inert` on one of them, docs: Map document -> whether one
+// of them in that document is its open modal dialog}. The elements a read describes share most of their
+// ancestors: while FROZEN each element's record is made once from its parent's (a few attribute reads
+// per element instead of per element and ancestor); otherwise it is made afresh for every call.
+const NO_ANCESTOR = { hidden: false, off: false, docs: new Map() };
+function upFacts(el) {
+  const cache = FROZEN === null ? new Map() : FROZEN.up;
+  const path = [];
+  let known = NO_ANCESTOR;
   for (let e = el; e; e = flatParent(e)) {
-    if (e.getAttribute && (e.getAttribute("aria-hidden") || "").toLowerCase() === "true") return true;
+    const k = cache.get(e);
+    if (k !== undefined) { known = k; break; }
+    path.push(e);
   }
-  return false;
+  for (let i = path.length - 1; i >= 0; i--) {
+    const e = path[i];
+    const doc = e.ownerDocument;
+    const modal = e === openModal(doc);
+    let docs = known.docs;
+    if (!docs.has(doc) || (modal && !docs.get(doc))) {
+      docs = new Map(docs);
+      docs.set(doc, modal || docs.get(doc) || false);
+    }
+    known = {
+      hidden: known.hidden || (e.getAttribute("aria-hidden") || "").toLowerCase() === "true", // not trimmed
+      off: known.off || ariaToken(e, "aria-disabled") === "true" || e.hasAttribute("inert"),
+      docs,
+    };
+    cache.set(e, known);
+  }
+  return known;
+}
+function ariaHiddenTree(el) {
+  return upFacts(el).hidden;
 }
 // Hidden for accessibility (accname step 2A): not rendered, visibility hidden/collapse, or aria-hidden.
 const hiddenCache = new Map();
@@ -157,14 +211,14 @@ function isHiddenForAria(el) {
 }
 // Editability is asked up to five times per element that a walk tests in full (its role, its
 // interactivity, its priority class, the descent), and each `isContentEditable` is a style-checked DOM
-// call. During a walk (`walkDocument`: no page code runs in it, so nothing can change) it is read once
-// per element; outside one — an action after focus, where the page's handlers may have changed it — it
-// is always read afresh.
-let editableCache = null;
+// call. While no page code can run (`frozen`: a walk, or a whole snapshot read and its answer) it is
+// read once per element; outside — an action after focus, where the page's handlers may have changed
+// it — it is always read afresh.
 function isEditable(el) {
-  if (editableCache === null) return !!el.isContentEditable;
-  let r = editableCache.get(el);
-  if (r === undefined) editableCache.set(el, (r = !!el.isContentEditable));
+  if (FROZEN === null) return !!el.isContentEditable;
+  const cache = FROZEN.editable;
+  let r = cache.get(el);
+  if (r === undefined) cache.set(el, (r = !!el.isContentEditable));
   return r;
 }
 function isEditingHost(el) {
@@ -661,6 +715,12 @@ const INTERACTIVE_ROLES = new Set(["button", "link", "checkbox", "radio", "switc
 const VALID_SHADOW_HOSTS = new Set(["article", "aside", "blockquote", "body", "div", "footer", "h1", "h2", "h3",
   "h4", "h5", "h6", "header", "main", "nav", "p", "section", "span"]);
 const LAYOUT_CONTAINERS = new Set(["article", "aside", "body", "div", "footer", "header", "main", "nav", "section"]);
+// The open shadow root of `el`, or null. Only a custom element (its name has a hyphen) or one of
+// VALID_SHADOW_HOSTS can host one (DOM `attachShadow`, declarative shadow roots alike; a lower-cased
+// `tag` of such a name is itself), so for every other tag the DOM call is not made.
+function openRootOf(el, tag) {
+  return VALID_SHADOW_HOSTS.has(tag) || tag.includes("-") ? el.shadowRoot : null;
+}
 
 function isInteractive(el, tag, role) {
   if (tag === "a" || tag === "area") return el.hasAttribute("href") || INTERACTIVE_ROLES.has(role);
@@ -746,12 +806,17 @@ const VALUE_CONTEXT_TAGS = new Set(["textarea", "select", "input", "option", "op
   "embed", "canvas"]);
 // Whether the full test of `el` is needed: it may be listed, or it opens another tree. Exactly the
 // walk's own criteria (isInteractive, isNotable, closedShadowSuspect), short-cut for an element without
-// attributes, whose role is its tag's implicit role.
+// attributes, whose role is its tag's implicit role. `editable` is the element's isContentEditable, read
+// by the caller (a walk: FROZEN is set); it is kept wherever the tests below would read it again.
 function mustSettle(el, tag, elements, editable) {
-  if (tag === "iframe" || tag === "frame" || el.shadowRoot) return true;
+  if (tag === "iframe" || tag === "frame" || openRootOf(el, tag)) return true;
   if (!elements) return false;
-  if (editable && isEditingHost(el)) return true;
+  if (editable) {
+    FROZEN.editable.set(el, true);
+    if (isEditingHost(el)) return true;
+  }
   if (el.hasAttributes() || BARE_LISTED_TAGS.has(tag)) {
+    FROZEN.editable.set(el, editable);
     const role = roleOf(el) || "";
     return isInteractive(el, tag, role) || isNotable(el, tag, role) || mayHideShadow(el, tag);
   }
@@ -785,19 +850,30 @@ function walkDocument(doc, cb, start, elements) {
   // unless it lies past the depth bound (then it cuts): such children are stepped over without being
   // touched (each node touched from the isolated world costs a wrapper), and a text-only walk stops.
   const textDone = (ctx) => !ctx.text || cb.full();
-  const children = (first, depth, ctx, pending) => {
+  // The children of `parent` (an element or a shadow root). A child reached by an element step
+  // (`firstElementChild`/`nextElementSibling`, taken once no more text is read) is visited as an element
+  // without asking its nodeType (a DOM call per node from this world).
+  const children = (parent, depth, ctx, pending) => {
     const elementsOnly = depth + 1 <= DEPTH_MAX;
-    for (let c = first; c; c = elementsOnly && textDone(ctx) ? c.nextElementSibling : c.nextSibling) {
-      if (elementsOnly && !ctx.elements && !cb.root && textDone(ctx)) return;
-      if (c.nodeType === 1 || !elementsOnly || !textDone(ctx)) visit(c, depth + 1, ctx, pending);
+    let element = elementsOnly && textDone(ctx);
+    for (let c = element ? parent.firstElementChild : parent.firstChild; c; ) {
+      if (elementsOnly && textDone(ctx)) {
+        if (!ctx.elements && !cb.root) return;
+        if (element || c.nodeType === 1) visitElement(c, depth + 1, ctx, pending);
+        c = c.nextElementSibling;
+        element = true;
+      } else {
+        visit(c, depth + 1, ctx, pending);
+        c = c.nextSibling;
+        element = false;
+      }
     }
   };
-  const firstOf = (parent, depth, ctx) =>
-    depth + 1 <= DEPTH_MAX && textDone(ctx) ? parent.firstElementChild : parent.firstChild;
   const visitChildren = (parent, tag, depth, ctx, pending) => {
-    if (parent.shadowRoot) {
-      if (cb.root) cb.root(parent.shadowRoot);
-      children(firstOf(parent.shadowRoot, depth, ctx), depth, ctx, pending);
+    const root = openRootOf(parent, tag);
+    if (root) {
+      if (cb.root) cb.root(root);
+      children(root, depth, ctx, pending);
       return;
     }
     if (tag === "slot" && parent.assignedNodes) {
@@ -807,7 +883,7 @@ function walkDocument(doc, cb, start, elements) {
         return;
       }
     }
-    children(firstOf(parent, depth, ctx), depth, ctx, pending);
+    children(parent, depth, ctx, pending);
   };
   // The children of an unsettled element (no shadow root: a host is always settled). No text is read
   // any more, so only element children are visited; a child node past the depth bound still cuts.
@@ -823,7 +899,8 @@ function walkDocument(doc, cb, start, elements) {
       if (parent.firstChild && settled(pending)) cut = true;
       return;
     }
-    for (let c = parent.firstElementChild; c; c = c.nextElementSibling) visit(c, depth + 1, ctx, pending);
+    // An element child is visited as one (no nodeType read: a DOM call per node from this world).
+    for (let c = parent.firstElementChild; c; c = c.nextElementSibling) visitElement(c, depth + 1, ctx, pending);
   };
   const visit = (n, depth, ctx, pending) => {
     if (depth > DEPTH_MAX) {
@@ -843,19 +920,22 @@ function walkDocument(doc, cb, start, elements) {
       cb.text(n.data, st.pre);
       return;
     }
-    if (type !== 1) return;
-    const el = n;
+    if (type === 1) visitElement(n, depth, ctx, pending);
+  };
+  // `visit` of an element within the depth bound.
+  const visitElement = (el, depth, ctx, pending) => {
     const tag = tagOf(el);
     if (NOT_RENDERED_TAGS.has(tag)) return;
     if (!ctx.text || cb.full()) {
       if (!ctx.elements && !cb.root) return; // a text-only walk (ensureText) has nothing left to read here
       // No more text to read: an element that cannot matter is descended into unsettled.
-      const editable = !!el.isContentEditable; // asked once here: not worth a cache entry
+      const editable = !!el.isContentEditable; // read once here; kept only for an element that is settled
       if (!mustSettle(el, tag, ctx.elements, editable)) {
         if (tag === "br" || VALUE_CONTEXT_TAGS.has(tag)) return;
         lazyChildren(el, tag, depth, editable ? NOTHING_TO_READ : ctx, { el, up: pending, ok: undefined });
         return;
       }
+      FROZEN.editable.set(el, editable);
       // Settling the pending ancestors is not needed here: an element that passes the checks below
       // (a box, or display:contents inside a rendered parent; checkVisibility sees every ancestor in
       // its document, frames are settled themselves) has only ancestors that pass them too.
@@ -905,14 +985,10 @@ function walkDocument(doc, cb, start, elements) {
     else if (atomic && inner.text) cb.space();
   };
   const ctx = { text: true, elements };
-  const outer = editableCache;
-  if (outer === null) editableCache = new Map();
-  try {
+  frozen(() => {
     if (start) visit(start, 0, ctx, null);
     else if (doc.documentElement) visit(doc.documentElement, 0, ctx, null);
-  } finally {
-    editableCache = outer;
-  }
+  });
   return cut;
 }
 // The options (and optgroup labels) of a listed <select>, as elements of their own right after it
@@ -1109,15 +1185,9 @@ function isDisabled(el) {
     const sel = el.closest("select");
     if (sel && sel.matches(":disabled")) return true;
   }
-  const docs = new Map(); // document -> its modal dialog was passed on the way up
-  for (let e = el; e; e = flatParent(e)) {
-    if (!e.getAttribute) continue;
-    if (ariaToken(e, "aria-disabled") === "true" || e.hasAttribute("inert")) return true;
-    const doc = e.ownerDocument;
-    if (!docs.has(doc)) docs.set(doc, false);
-    if (e === openModal(doc)) docs.set(doc, true);
-  }
-  for (const [doc, inside] of docs) if (!inside && openModal(doc)) return true;
+  const up = upFacts(el);
+  if (up.off) return true;
+  for (const [doc, inside] of up.docs) if (!inside && openModal(doc)) return true;
   return false;
 }
 // Captured-node text actions (tab.type, the host's `fill`): focus `el` and check it again, as §9 requires
@@ -1169,7 +1239,7 @@ function clipFacts(a) {
     const cx = ox === "hidden" || ox === "clip";
     const cy = oy === "hidden" || oy === "clip";
     f = {
-      zero: raw.clip === "rect(0px, 0px, 0px, 0px)" && position !== "static",
+      zero: position !== "static" && raw.clip === "rect(0px, 0px, 0px, 0px)", // clip applies only when positioned
       cx, cy, fixed: position === "fixed", rect: null, el: a,
     };
   }

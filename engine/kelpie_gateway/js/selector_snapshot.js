@@ -42,12 +42,14 @@ function selectorFor(el) {
 }
 
 async function main(P) {
-  const rec = readRecord(null, P.maxChars);
-  const page = pageOf(rec, 0, 0, P.maxChars, P.maxElements);
-  const flags = { truncated: page.truncated };
-  const elements = page.picked.map((info) => {
-    const d = describe(info, flags);
-    return { selector: selectorFor(info.el), tag: d.tag, role: d.role, label: d.label };
+  return frozen(() => { // no page code runs in a read (core.js `frozen`)
+    const rec = readRecord(null, P.maxChars);
+    const page = pageOf(rec, 0, 0, P.maxChars, P.maxElements);
+    const flags = { truncated: page.truncated };
+    const elements = page.picked.map((info) => {
+      const d = describe(info, flags);
+      return { selector: selectorFor(info.el), tag: d.tag, role: d.role, label: d.label };
+    });
+    return { url: rec.url, title: rec.title, text: page.text, truncated: flags.truncated, elements };
   });
-  return { url: rec.url, title: rec.title, text: page.text, truncated: flags.truncated, elements };
 }

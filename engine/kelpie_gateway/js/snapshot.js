@@ -128,8 +128,13 @@ function warmUp(P) {
   }
 }
 
+// A snapshot runs no page code from its start to its answer: all of it is `frozen` (core.js), so the facts
+// that cannot change meanwhile are read once.
 async function main(P) {
-  if (P.warm === true) return warmUp(P);
+  return frozen(() => (P.warm === true ? warmUp(P) : read(P)));
+}
+
+function read(P) {
   const reg = registry(true);
   if (P.cursor) return continuation(reg, P);
   let start = null;
