@@ -232,7 +232,7 @@ static int _kg_idle_get(uintptr_t handle)
     return idle;
 }
 
-/* `handle`'s Gateway, borrowed (valid while the caller holds the GIL), or NULL. */
+/* `handle`'s Gateway, borrowed (valid while the caller holds the GIL and runs no Python code), or NULL. */
 static PyObject *_kg_handle_gateway(uintptr_t handle)
 {
     struct kg_handle *e;
@@ -546,7 +546,12 @@ static char *_kg_call(KelpieBrowserGatewayRef gw, int32_t op, const char *data)
     if (PyGILState_GetThisThreadState() != NULL) { /* see "direct crossing" */
         PyGILState_STATE gil = PyGILState_Ensure();
         PyObject *engine = _kg_handle_gateway((uintptr_t)gw);
-        out = engine != NULL ? _kg_direct_call(engine, op, data, size) : NULL;
+        if (engine != NULL) { /* our own reference for the call: a destroy on another thread (while this
+                                 call's Python code lets the GIL go) cannot free it under us */
+            Py_INCREF(engine);
+            out = _kg_direct_call(engine, op, data, size);
+            Py_DECREF(engine);
+        }
         PyGILState_Release(gil);
         if (engine != NULL)
             return out;
