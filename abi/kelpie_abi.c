@@ -411,6 +411,7 @@ static int _kg_boot(void)
  */
 static PyObject *_kg_op_name[KG_OP_CANCEL + 1]; /* "begin", ... (interned, made once under the GIL) */
 static PyObject *_kg_call_json_name;            /* "call_json" */
+/* call_json's operation names by KG_OP_* (the same list as _OPS in abi/shims.py) */
 static const char *const _kg_op_text[KG_OP_CANCEL + 1] = {"begin", "begin_mcp", "next", "advance", "cancel"};
 
 /* The INTERNAL step for the pending Python exception (GIL held; clears it), worded like the shim's. */

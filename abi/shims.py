@@ -8,8 +8,8 @@ The shims are thin: bytes in, one engine call, bytes out (``Gateway.call_json``:
 once). They parse nothing and decide nothing except the handle lookup. Once a gateway is created, the C
 side makes its calls itself (``gw.call_json`` through the C API, abi/kelpie_abi.c "direct crossing");
 ``_kg_py_call`` answers only what that path leaves: a thread's first call, an unknown handle, a failed
-initialisation. Each one catches everything (BaseException
-included): no Python exception ever crosses into C. Strings go back to C through ``lib._kg_dup`` (C
+initialisation. Each shim catches everything (BaseException included): no Python exception ever crosses
+into C. Strings go back to C through ``lib._kg_dup`` (C
 malloc), never ffi.new memory. Handles are integers looked up in ``_TABLE``: they are not object
 addresses, are never reused in a process, and an unknown one is refused without use.
 
