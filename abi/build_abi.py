@@ -71,8 +71,9 @@ extern "Python" int32_t _kg_py_invalidate(uintptr_t handle, const char *tab_id, 
 char *_kg_dup(const char *p, size_t n);
 char *_kg_error_step(int32_t op, const char *code, const char *message);
 char *_kg_error_envelope(const char *code, const char *message);
-void _kg_idle_set(uintptr_t handle, int32_t idle);
-void _kg_idle_forget(uintptr_t handle);
+void _kg_lane_busy(uintptr_t handle, int32_t busy);
+void _kg_handle_bind(uintptr_t handle, void *gateway);
+void _kg_handle_forget(uintptr_t handle);
 """
 
 

@@ -2,8 +2,9 @@
  * C half of libkelpie_browser_gateway (CONTRACT.md §10). This file is the cffi `set_source` preamble:
  * the build script (abi/build_abi.py) prepends the KELPIE_BUILD_* defines and cffi appends the generated
  * code for the `extern "Python"` shims (abi/shims.py). Everything that can be decided without Python is
- * decided here: NULL handles and strings, the 4 MiB request cap (never read past it), freeing, the version.
- * Everything else is one call into a shim: bytes in, engine call, bytes out.
+ * decided here: NULL handles and strings, the 4 MiB request cap (never read past it), freeing, the version,
+ * the idle `next`. Everything else is one engine call, gw.call_json: bytes in, bytes out, made directly
+ * with the Python C API for a live handle ("direct crossing") and through a shim otherwise.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -118,75 +119,129 @@ static char *_kg_error_envelope(const char *code, const char *message)
     return _kg_dup(out, strlen(out));
 }
 
-/* ------------------------------------------------------------------ idle fast path ---- */
+/* ------------------------------------------------------------------ handle table ---- */
 
 /*
- * `next(gw, NULL)` while gw's direct lane holds no transaction is answered here, without entering Python
- * (docs/c-abi.md, "Costs"): the engine tells us every change of that lane (Gateway.watch_direct_lane,
- * called under the gateway's lock before the call that changed it returns) through _kg_idle_set. The
- * answer is exactly what the engine would give, {"step":"idle"}; anything else (an unknown handle, a
- * busy lane, a transaction id) goes to Python as before. One mutex guards the table: an uncontended
- * lock costs tens of nanoseconds, and the table is only written when a direct-lane transaction starts
- * or ends.
+ * What the C side knows about each live gateway, keyed by its handle (docs/c-abi.md, "Costs"):
+ *
+ * - idle: whether its direct lane is free. `next(gw, NULL)` while it is free is answered here, without
+ *   entering Python: the engine tells us every change of that lane (Gateway.watch_direct_lane, called
+ *   under the gateway's lock before the call that changed it returns) through _kg_lane_busy. The answer is
+ *   exactly what the engine would give, {"step":"idle"}.
+ * - gw: a strong reference to the engine's Gateway object (_kg_handle_bind, at create), so that every
+ *   other call crosses with one Python C-API call, gw.call_json(operation, argument), instead of an
+ *   `extern "Python"` callback into the shim (see _kg_direct_call).
+ *
+ * Anything not in the table (an unknown or destroyed handle, a failed runtime) takes the shim's path,
+ * which answers it as before. One mutex guards the table: the idle fast path reads it without the GIL.
+ * Every writer (_kg_lane_busy, _kg_handle_bind, _kg_handle_forget) is called from Python, so it also holds
+ * the GIL; a reader that holds the GIL therefore sees `gw` stay alive until it releases the GIL.
  */
-#define KG_IDLE_BUCKETS 256
+#define KG_HANDLE_BUCKETS 256
 static const char _kg_idle_step[] = "{\"step\":\"idle\"}";
 
-struct kg_idle {
+struct kg_handle {
     uintptr_t handle;
     int32_t idle;
-    struct kg_idle *next;
+    PyObject *gw; /* strong reference, or NULL (not bound) */
+    struct kg_handle *next;
 };
 
-static struct kg_idle *_kg_idle_table[KG_IDLE_BUCKETS];
-static pthread_mutex_t _kg_idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kg_handle *_kg_handle_table[KG_HANDLE_BUCKETS];
+static pthread_mutex_t _kg_handle_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Record whether `handle`'s direct lane is free (idle 1) or taken (0); adds the handle if unknown. */
-static void _kg_idle_set(uintptr_t handle, int32_t idle)
+/* The entry of `handle` (the lock held), or NULL. */
+static struct kg_handle *_kg_handle_find(uintptr_t handle)
 {
-    struct kg_idle **bucket = &_kg_idle_table[handle % KG_IDLE_BUCKETS], *e;
-    pthread_mutex_lock(&_kg_idle_lock);
-    for (e = *bucket; e != NULL && e->handle != handle; e = e->next)
-        ;
-    if (e == NULL) {
-        e = (struct kg_idle *)malloc(sizeof *e);
-        if (e != NULL) { /* out of memory: the handle just takes the Python path */
-            e->handle = handle;
-            e->next = *bucket;
-            *bucket = e;
-        }
-    }
-    if (e != NULL)
-        e->idle = idle;
-    pthread_mutex_unlock(&_kg_idle_lock);
+    struct kg_handle *e = _kg_handle_table[handle % KG_HANDLE_BUCKETS];
+    while (e != NULL && e->handle != handle)
+        e = e->next;
+    return e;
 }
 
-/* Drop `handle` (destroy): its calls take the Python path again, which refuses the handle. */
-static void _kg_idle_forget(uintptr_t handle)
+/* The entry of `handle` (the lock held), added if unknown; NULL only if malloc failed (the handle then
+   just takes the shim's path). */
+static struct kg_handle *_kg_handle_add(uintptr_t handle)
 {
-    struct kg_idle **link = &_kg_idle_table[handle % KG_IDLE_BUCKETS], *e;
-    pthread_mutex_lock(&_kg_idle_lock);
+    struct kg_handle **bucket = &_kg_handle_table[handle % KG_HANDLE_BUCKETS];
+    struct kg_handle *e = _kg_handle_find(handle);
+    if (e == NULL && (e = (struct kg_handle *)malloc(sizeof *e)) != NULL) {
+        e->handle = handle;
+        e->idle = 0;
+        e->gw = NULL;
+        e->next = *bucket;
+        *bucket = e;
+    }
+    return e;
+}
+
+/* Record whether `handle`'s direct lane is taken (busy nonzero) or free (0): the engine's lane watcher
+   itself (functools.partial(lib._kg_lane_busy, handle): no Python frame per change). GIL held. */
+static void _kg_lane_busy(uintptr_t handle, int32_t busy)
+{
+    struct kg_handle *e;
+    pthread_mutex_lock(&_kg_handle_lock);
+    if ((e = _kg_handle_add(handle)) != NULL)
+        e->idle = busy ? 0 : 1;
+    pthread_mutex_unlock(&_kg_handle_lock);
+}
+
+/* Keep a strong reference to `handle`'s Gateway (a PyObject *: the shim passes id(gw), which is the
+   object's address in CPython). Called from Python at create, GIL held, before the handle is returned. */
+static void _kg_handle_bind(uintptr_t handle, void *gateway)
+{
+    struct kg_handle *e;
+    PyObject *old = NULL;
+    pthread_mutex_lock(&_kg_handle_lock);
+    if ((e = _kg_handle_add(handle)) != NULL) {
+        old = e->gw;
+        Py_INCREF((PyObject *)gateway);
+        e->gw = (PyObject *)gateway;
+    }
+    pthread_mutex_unlock(&_kg_handle_lock);
+    Py_XDECREF(old);
+}
+
+/* Drop `handle` (destroy; called from Python, GIL held): its calls take the shim's path again, which
+   refuses the handle. */
+static void _kg_handle_forget(uintptr_t handle)
+{
+    struct kg_handle **link = &_kg_handle_table[handle % KG_HANDLE_BUCKETS], *e;
+    PyObject *gw = NULL;
+    pthread_mutex_lock(&_kg_handle_lock);
     while ((e = *link) != NULL && e->handle != handle)
         link = &e->next;
     if (e != NULL) {
         *link = e->next;
+        gw = e->gw;
         free(e);
     }
-    pthread_mutex_unlock(&_kg_idle_lock);
+    pthread_mutex_unlock(&_kg_handle_lock);
+    Py_XDECREF(gw); /* after the unlock: a last reference may run the Gateway's finaliser */
 }
 
-/* 1 when `handle` is a live gateway whose direct lane is free, else 0. */
+/* 1 when `handle` is a live gateway whose direct lane is free, else 0. No GIL needed. */
 static int _kg_idle_get(uintptr_t handle)
 {
-    struct kg_idle *e;
+    struct kg_handle *e;
     int idle = 0;
-    pthread_mutex_lock(&_kg_idle_lock);
-    for (e = _kg_idle_table[handle % KG_IDLE_BUCKETS]; e != NULL && e->handle != handle; e = e->next)
-        ;
-    if (e != NULL)
+    pthread_mutex_lock(&_kg_handle_lock);
+    if ((e = _kg_handle_find(handle)) != NULL)
         idle = e->idle;
-    pthread_mutex_unlock(&_kg_idle_lock);
+    pthread_mutex_unlock(&_kg_handle_lock);
     return idle;
+}
+
+/* `handle`'s Gateway, borrowed (valid while the caller holds the GIL and runs no Python code), or NULL. */
+static PyObject *_kg_handle_gateway(uintptr_t handle)
+{
+    struct kg_handle *e;
+    PyObject *gw = NULL;
+    pthread_mutex_lock(&_kg_handle_lock);
+    if ((e = _kg_handle_find(handle)) != NULL)
+        gw = e->gw;
+    pthread_mutex_unlock(&_kg_handle_lock);
+    return gw;
 }
 
 /* ------------------------------------------------------------------ runtime bootstrap ---- */
@@ -339,6 +394,95 @@ static int _kg_boot(void)
     return _kg_boot_failed ? -1 : 0;
 }
 
+/* ------------------------------------------------------------------ direct crossing ---- */
+
+/*
+ * A call on a bound handle (docs/c-abi.md, "Costs") crosses with the C API: take the GIL, build the
+ * argument (bytes, or str for next's transaction id), call gw.call_json(operation, argument), copy the
+ * returned bytes into malloc'd memory, release the GIL. This is what the shim does through cffi's
+ * `extern "Python"` machinery, without it: no argument tuple of cdata objects, no Python frame for the
+ * shim, no ffi.unpack, no cffi call back into C for the copy.
+ *
+ * Only a thread that already has a Python thread state takes it: the main thread of a C host (the one
+ * that started the interpreter), a Python thread (ctypes), or any thread after its first call through
+ * the shim, for which cffi creates one thread state and keeps it until the thread ends. So a thread's
+ * first call goes through the shim and PyGILState_Ensure never creates and destroys a thread state per
+ * call. Every failure is a value: a Python exception becomes an INTERNAL step naming it, as in the shim.
+ */
+static PyObject *_kg_op_name[KG_OP_CANCEL + 1]; /* "begin", ... (interned, made once under the GIL) */
+static PyObject *_kg_call_json_name;            /* "call_json" */
+/* call_json's operation names by KG_OP_* (the same list as _OPS in abi/shims.py) */
+static const char *const _kg_op_text[KG_OP_CANCEL + 1] = {"begin", "begin_mcp", "next", "advance", "cancel"};
+
+/* The INTERNAL step for the pending Python exception (GIL held; clears it), worded like the shim's. */
+static char *_kg_exception_step(int32_t op)
+{
+    PyObject *type = NULL, *value = NULL, *tb = NULL, *name = NULL, *text = NULL, *utf8 = NULL;
+    char message[1024];
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (type != NULL && PyType_Check(type))
+        name = PyType_GetName((PyTypeObject *)type);
+    if (value != NULL)
+        text = PyObject_Str(value);
+    if (text != NULL)
+        utf8 = PyUnicode_AsEncodedString(text, "utf-8", "replace");
+    PyErr_Clear(); /* a failure while describing it leaves a vaguer message, never an exception */
+    snprintf(message, sizeof message, "internal error in the gateway runtime: %s: %s",
+             name != NULL && PyUnicode_Check(name) && PyUnicode_AsUTF8(name) ? PyUnicode_AsUTF8(name) : "exception",
+             utf8 != NULL ? PyBytes_AS_STRING(utf8) : "(no description)");
+    PyErr_Clear();
+    Py_XDECREF(utf8);
+    Py_XDECREF(text);
+    Py_XDECREF(name);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return _kg_error_step(op, "INTERNAL", message);
+}
+
+/* gw.call_json(operation, argument) as a malloc'd string (GIL held). */
+static char *_kg_direct_call(PyObject *gw, int32_t op, const char *data, size_t size)
+{
+    PyObject *args[3], *arg, *step;
+    char *out;
+    if (_kg_op_name[op] == NULL) {
+        _kg_op_name[op] = PyUnicode_InternFromString(_kg_op_text[op]);
+        if (_kg_op_name[op] == NULL)
+            return _kg_exception_step(op);
+    }
+    if (_kg_call_json_name == NULL && (_kg_call_json_name = PyUnicode_InternFromString("call_json")) == NULL)
+        return _kg_exception_step(op);
+    if (data == NULL) {
+        Py_INCREF(Py_None);
+        arg = Py_None;
+    } else if (op == KG_OP_NEXT) { /* next(transaction): the identifier as text */
+        arg = PyUnicode_DecodeUTF8(data, (Py_ssize_t)size, NULL);
+        if (arg == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyErr_Clear();
+            return _kg_error_step(op, "INVALID_REQUEST", "the argument is not valid UTF-8");
+        }
+    } else {
+        arg = PyBytes_FromStringAndSize(data, (Py_ssize_t)size);
+    }
+    if (arg == NULL)
+        return _kg_exception_step(op);
+    args[0] = gw;
+    args[1] = _kg_op_name[op];
+    args[2] = arg;
+    step = PyObject_VectorcallMethod(_kg_call_json_name, args, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_DECREF(arg);
+    if (step == NULL)
+        return _kg_exception_step(op);
+    if (!PyBytes_Check(step)) {
+        Py_DECREF(step);
+        return _kg_error_step(op, "INTERNAL", "internal error in the gateway runtime: call_json returned no bytes");
+    }
+    out = _kg_dup(PyBytes_AS_STRING(step), (size_t)PyBytes_GET_SIZE(step));
+    Py_DECREF(step);
+    return out;
+}
+
 /* ------------------------------------------------------------------ exported functions ---- */
 
 static const char _kg_invalid_handle[] =
@@ -400,6 +544,19 @@ static char *_kg_call(KelpieBrowserGatewayRef gw, int32_t op, const char *data)
     }
     if (_kg_boot() != 0)
         return _kg_error_step(op, "INTERNAL", _kg_boot_error);
+    if (PyGILState_GetThisThreadState() != NULL) { /* see "direct crossing" */
+        PyGILState_STATE gil = PyGILState_Ensure();
+        PyObject *engine = _kg_handle_gateway((uintptr_t)gw);
+        if (engine != NULL) { /* our own reference for the call: a destroy on another thread (while this
+                                 call's Python code lets the GIL go) cannot free it under us */
+            Py_INCREF(engine);
+            out = _kg_direct_call(engine, op, data, size);
+            Py_DECREF(engine);
+        }
+        PyGILState_Release(gil);
+        if (engine != NULL)
+            return out;
+    }
     out = _kg_py_call((uintptr_t)gw, op, data, size, &status);
     if (out != NULL)
         return out;

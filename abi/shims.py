@@ -5,8 +5,11 @@ time a C caller needs the runtime. Nothing about the build machine is recorded i
 directory is found by the C side relative to the library (``lib._kg_bundle_dir()``).
 
 The shims are thin: bytes in, one engine call, bytes out (``Gateway.call_json``: the step's JSON, made
-once). They parse nothing and decide nothing except the handle lookup. Each one catches everything (BaseException
-included): no Python exception ever crosses into C. Strings go back to C through ``lib._kg_dup`` (C
+once). They parse nothing and decide nothing except the handle lookup. Once a gateway is created, the C
+side makes its calls itself (``gw.call_json`` through the C API, abi/kelpie_abi.c "direct crossing");
+``_kg_py_call`` answers only what that path leaves: a thread's first call, an unknown handle, a failed
+initialisation. Each shim catches everything (BaseException included): no Python exception ever crosses
+into C. Strings go back to C through ``lib._kg_dup`` (C
 malloc), never ffi.new memory. Handles are integers looked up in ``_TABLE``: they are not object
 addresses, are never reused in a process, and an unknown one is refused without use.
 
@@ -14,6 +17,7 @@ This module never raises at import either: if the engine cannot be imported, ``_
 and every call reports it (create: an INTERNAL envelope through error_json_out).
 """
 
+import functools
 import itertools
 import secrets
 import sys
@@ -77,8 +81,11 @@ def _kg_py_create(config, size, error_out):
             error_out[0] = _out(dumps(exc.envelope))
             return 0
         handle = _SALT | next(_COUNTER)  # itertools.count: atomic under the GIL
-        # The C side answers next(NULL) on a free direct lane itself (abi/kelpie_abi.c, "idle fast path").
-        gw.watch_direct_lane(lambda busy, h=handle: lib._kg_idle_set(h, 0 if busy else 1))
+        # The C side answers next(NULL) on a free direct lane itself, and makes every other call on this
+        # handle with the C API, gw.call_json(...), keeping its own reference to gw (abi/kelpie_abi.c,
+        # "handle table"): id() is the object's address in CPython, and this call holds the GIL.
+        gw.watch_direct_lane(functools.partial(lib._kg_lane_busy, handle))
+        lib._kg_handle_bind(handle, ffi.cast("void *", id(gw)))
         with _TABLE_LOCK:
             _TABLE[handle] = gw
         return handle
@@ -100,7 +107,7 @@ def _kg_py_destroy(handle):
                 gw.close()
             except GatewayPendingError:
                 return PENDING
-            lib._kg_idle_forget(handle)
+            lib._kg_handle_forget(handle)
             del _TABLE[handle]
         return OK
     except BaseException:

@@ -14,6 +14,11 @@ with ``--base REV`` the library of commit REV measured side by side with this tr
   printed, and with a base the median of the per-round ratios this/base with a distribution-free 95 %
   confidence interval (docs/performance.md, "Measuring on a noisy machine"; a change is shown when the
   interval excludes 1.0).
+* Like with like: the full transaction's host parses every step with a small C JSON reader; the rows
+  "host's own JSON work alone" (that reader on the same step texts, no ABI call), "minimal-host transaction
+  through the ABI" (no parsing) and "same minimal host in Python" (``Gateway.call_json``, the entry the ABI
+  calls, with the same bytes) split it into host work, crossings and engine. Every row runs in one process
+  on the libpython the library loads (``bench_abi`` prints its path).
 * ``--instructions``: instructions per full transaction through the ABI (the C host's work, the crossings
   and the engine) counted under callgrind: ``bench_abi --count N`` minus ``--count 0``, deterministic.
 * ``--base REV``: REV is checked out into a temporary git worktree, its library built there with its own
@@ -51,6 +56,9 @@ ROWS = (  # key in the summary line, label, unit, target (None: no target)
     ("p10_us", "p10 full transaction through the ABI", "us", None),
     ("p99_us", "p99 full transaction through the ABI", "us", None),
     ("tx_per_s", "full transactions per second", "/s", None),
+    ("host_us", "  the host's own JSON work alone (C reader, no ABI)", "us", None),
+    ("min_us", "minimal-host transaction through the ABI (no parse)", "us", None),
+    ("py_json_us", "same minimal host in Python (Gateway.call_json)", "us", None),
     ("py_us", "same transaction, Python API (dict), median", "us", None),
     ("py_bytes_us", "same transaction, Python API (JSON bytes), median", "us", None),
     ("rss_growth_kib", "RSS growth after warm-up", "KiB", None),

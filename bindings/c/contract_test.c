@@ -383,6 +383,50 @@ static void test_invalidate_from_thread(void)
     destroy_ok(gw);
 }
 
+/* A thread's first call into the runtime goes through the cffi shim (which gives the thread its one
+   Python thread state); every later call on a live handle crosses directly with the C API (docs/c-abi.md,
+   "Costs"). Both paths must give the same bytes: here each fresh thread asks the same things twice. */
+struct two_paths { KelpieBrowserGatewayRef gw; int order, same, complete; };
+
+static void *two_paths_thread(void *arg)
+{
+    struct two_paths *tp = (struct two_paths *)arg;
+    /* an unknown transaction (answered by the engine) and text that is not UTF-8 (refused at the
+       boundary, by the shim on its path and by C on the direct one), the thread's first call alternating */
+    static const char *const asks[] = {"no-such-transaction", "\xff\xfe"};
+    for (int k = 0; k < 2; k++) {
+        int i = (k + tp->order) % 2;
+        char *first = kelpie_browser_gateway_next(tp->gw, asks[i]);
+        char *second = kelpie_browser_gateway_next(tp->gw, asks[i]);
+        tp->same += first != NULL && second != NULL && !strcmp(first, second) &&
+                    (i == 0 || strstr(first, "\"INVALID_REQUEST\"") != NULL);
+        kelpie_mcp_free_string(first);
+        kelpie_mcp_free_string(second);
+    }
+    for (int i = 0; i < 2; i++) {
+        kj_node *done = kt_run(tp->gw, TABS_LIST, NULL, NULL);
+        tp->complete += kt_is(done, "step", "complete") && kj_path(done, "response.success") &&
+                        kj_path(done, "response.success")->type == KJ_TRUE;
+        kj_free(done);
+    }
+    return NULL;
+}
+
+static void test_first_call_of_a_thread(void)
+{
+    KelpieBrowserGatewayRef gw = make_gateway(CONFIG);
+    kt_test = "first_call_of_a_thread";
+    for (int t = 0; t < 3; t++) {
+        pthread_t th;
+        struct two_paths tp = {gw, t, 0, 0};
+        pthread_create(&th, NULL, two_paths_thread, &tp);
+        pthread_join(th, NULL);
+        KT_CHECK(tp.same == 2, "thread %d: the shim's and the direct answer differ (%d/2 equal)", t, tp.same);
+        KT_CHECK(tp.complete == 2, "thread %d: %d/2 transactions completed", t, tp.complete);
+    }
+    destroy_ok(gw);
+}
+
 static void test_bad_handles_and_strings(void)
 {
     int local = 0;
@@ -603,6 +647,7 @@ int main(int argc, char **argv)
     test_cancel();
     test_stale_seq();
     test_invalidate_from_thread();
+    test_first_call_of_a_thread();
     test_bad_handles_and_strings();
     test_request_cap();
     test_result_cap();

@@ -3,6 +3,9 @@
  * Single header, static functions, no dependencies. Parses UTF-8 JSON into a tree of kj_node,
  * looks members up, compares trees (object member order ignored) and writes a tree back as compact JSON.
  * Strings keep their decoded UTF-8 bytes (\u escapes decoded, surrogate pairs joined).
+ * A parsed tree lives in one arena (a few large blocks, not one malloc per node and string), so parsing
+ * and freeing a step cost what a host's JSON library would, not glibc's per-object work; kj_free takes
+ * the tree kj_parse returned (never a subtree of it) and frees it whole.
  */
 #ifndef KELPIE_KJSON_H
 #define KELPIE_KJSON_H
@@ -24,20 +27,48 @@ typedef struct kj_node {
     struct kj_node *child; /* first element / member */
     struct kj_node *next;  /* next sibling */
     size_t count;          /* number of children */
+    struct kj_block *arena; /* the root of a parsed tree: every block its nodes and strings live in */
 } kj_node;
 
-typedef struct { const char *p, *end; int depth; } kj_parser;
+typedef struct kj_block {
+    struct kj_block *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+} kj_block;
 
+typedef struct { const char *p, *end; int depth; kj_block *arena; } kj_parser;
+
+/* `size` bytes from the parser's arena (16-byte aligned); NULL if malloc failed. */
+static inline void *kj_alloc(kj_parser *ps, size_t size)
+{
+    kj_block *b = ps->arena;
+    size = (size + 15) & ~(size_t)15;
+    if (b == NULL || b->cap - b->used < size) {
+        size_t cap = size > 4096 ? size : 4096;
+        kj_block *nb = (kj_block *)malloc(sizeof *nb + cap);
+        if (!nb) return NULL;
+        nb->next = b;
+        nb->used = 0;
+        nb->cap = cap;
+        ps->arena = b = nb;
+    }
+    b->used += size;
+    return b->data + b->used - size;
+}
+
+static inline void kj_free_blocks(kj_block *b)
+{
+    while (b) {
+        kj_block *next = b->next;
+        free(b);
+        b = next;
+    }
+}
+
+/* Free a tree returned by kj_parse (NULL is fine). */
 static inline void kj_free(kj_node *n)
 {
-    while (n) {
-        kj_node *next = n->next;
-        kj_free(n->child);
-        free(n->str);
-        free(n->key);
-        free(n);
-        n = next;
-    }
+    if (n) kj_free_blocks(n->arena);
 }
 
 static inline void kj_ws(kj_parser *ps)
@@ -74,24 +105,36 @@ static inline size_t kj_put_utf8(char *o, unsigned cp)
     return 4;
 }
 
-/* Parses a string literal at ps->p (on the opening quote). */
+/* Parses a string literal at ps->p (on the opening quote). One allocation: the decoded text is never
+   longer than the literal (an escape decodes to fewer bytes than it is written with), so the buffer is
+   sized by a scan to the closing quote first; text without escapes is copied at once. */
 static inline int kj_string(kj_parser *ps, char **out, size_t *out_len)
 {
-    const char *p = ps->p + 1;
-    size_t cap = 16, len = 0;
-    char *buf = (char *)malloc(cap);
-    if (!buf) return -1;
+    const char *start = ps->p + 1, *p = start, *close;
+    size_t len = 0;
+    int escaped = 0;
+    char *buf;
     while (p < ps->end && *p != '"') {
-        if (len + 8 >= cap) {
-            char *nb;
-            cap *= 2;
-            nb = (char *)realloc(buf, cap);
-            if (!nb) { free(buf); return -1; }
-            buf = nb;
-        }
         if (*p == '\\') {
+            escaped = 1;
             p++;
-            if (p >= ps->end) break;
+        }
+        p++;
+    }
+    if (p >= ps->end) return -1;
+    close = p;
+    buf = (char *)kj_alloc(ps, (size_t)(close - start) + 1);
+    if (!buf) return -1;
+    if (!escaped) {
+        len = (size_t)(close - start);
+        memcpy(buf, start, len);
+    } else {
+        for (p = start; p < close;) {
+            if (*p != '\\') {
+                buf[len++] = *p++;
+                continue;
+            }
+            p++;
             switch (*p) {
             case '"': buf[len++] = '"'; break;
             case '\\': buf[len++] = '\\'; break;
@@ -103,9 +146,9 @@ static inline int kj_string(kj_parser *ps, char **out, size_t *out_len)
             case 't': buf[len++] = '\t'; break;
             case 'u': {
                 unsigned cp, lo;
-                if (ps->end - p < 5 || kj_hex4(p + 1, &cp)) { free(buf); return -1; }
+                if (close - p < 5 || kj_hex4(p + 1, &cp)) return -1;
                 p += 4;
-                if (cp >= 0xD800 && cp < 0xDC00 && ps->end - p >= 7 && p[1] == '\\' && p[2] == 'u' &&
+                if (cp >= 0xD800 && cp < 0xDC00 && close - p >= 7 && p[1] == '\\' && p[2] == 'u' &&
                     !kj_hex4(p + 3, &lo) && lo >= 0xDC00 && lo < 0xE000) {
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                     p += 6;
@@ -113,16 +156,13 @@ static inline int kj_string(kj_parser *ps, char **out, size_t *out_len)
                 len += kj_put_utf8(buf + len, cp);
                 break;
             }
-            default: free(buf); return -1;
+            default: return -1;
             }
             p++;
-        } else {
-            buf[len++] = *p++;
         }
     }
-    if (p >= ps->end) { free(buf); return -1; }
     buf[len] = '\0';
-    ps->p = p + 1;
+    ps->p = close + 1;
     *out = buf;
     *out_len = len;
     return 0;
@@ -130,10 +170,13 @@ static inline int kj_string(kj_parser *ps, char **out, size_t *out_len)
 
 static inline kj_node *kj_value(kj_parser *ps);
 
-static inline kj_node *kj_new(kj_type t)
+static inline kj_node *kj_new(kj_parser *ps, kj_type t)
 {
-    kj_node *n = (kj_node *)calloc(1, sizeof *n);
-    if (n) n->type = t;
+    kj_node *n = (kj_node *)kj_alloc(ps, sizeof *n);
+    if (n) {
+        memset(n, 0, sizeof *n);
+        n->type = t;
+    }
     return n;
 }
 
@@ -146,7 +189,7 @@ static inline kj_node *kj_value(kj_parser *ps)
     case '{': case '[': {
         int obj = *ps->p == '{';
         kj_node **tail;
-        n = kj_new(obj ? KJ_OBJECT : KJ_ARRAY);
+        n = kj_new(ps, obj ? KJ_OBJECT : KJ_ARRAY);
         if (!n) return NULL;
         tail = &n->child;
         ps->p++;
@@ -161,11 +204,11 @@ static inline kj_node *kj_value(kj_parser *ps)
             if (obj) {
                 if (ps->p >= ps->end || *ps->p != '"' || kj_string(ps, &key, &key_len)) goto fail;
                 kj_ws(ps);
-                if (ps->p >= ps->end || *ps->p != ':') { free(key); goto fail; }
+                if (ps->p >= ps->end || *ps->p != ':') goto fail;
                 ps->p++;
             }
             c = kj_value(ps);
-            if (!c) { free(key); goto fail; }
+            if (!c) goto fail;
             c->key = key;
             c->key_len = key_len;
             *tail = c;
@@ -178,31 +221,47 @@ static inline kj_node *kj_value(kj_parser *ps)
         }
     }
     case '"':
-        n = kj_new(KJ_STRING);
+        n = kj_new(ps, KJ_STRING);
         if (!n || kj_string(ps, &n->str, &n->len)) goto fail;
         return n;
     case 't':
-        if (ps->end - ps->p >= 4 && !memcmp(ps->p, "true", 4)) { ps->p += 4; return kj_new(KJ_TRUE); }
+        if (ps->end - ps->p >= 4 && !memcmp(ps->p, "true", 4)) { ps->p += 4; return kj_new(ps, KJ_TRUE); }
         return NULL;
     case 'f':
-        if (ps->end - ps->p >= 5 && !memcmp(ps->p, "false", 5)) { ps->p += 5; return kj_new(KJ_FALSE); }
+        if (ps->end - ps->p >= 5 && !memcmp(ps->p, "false", 5)) { ps->p += 5; return kj_new(ps, KJ_FALSE); }
         return NULL;
     case 'n':
-        if (ps->end - ps->p >= 4 && !memcmp(ps->p, "null", 4)) { ps->p += 4; return kj_new(KJ_NULL); }
+        if (ps->end - ps->p >= 4 && !memcmp(ps->p, "null", 4)) { ps->p += 4; return kj_new(ps, KJ_NULL); }
         return NULL;
     default: {
         char *endp;
-        double d = strtod(ps->p, &endp);
+        double d;
+        /* A plain integer of at most 15 digits (every step's seq, generation, dispatches) is exact as a
+           double: read it without strtod. Anything else (fraction, exponent, longer) goes to strtod. */
+        const char *q = ps->p + (*ps->p == '-');
+        long long v = 0;
+        int digits = 0;
+        while (q < ps->end && *q >= '0' && *q <= '9' && digits < 16) {
+            v = v * 10 + (*q++ - '0');
+            digits++;
+        }
+        if (digits > 0 && digits <= 15 && (q >= ps->end || (*q != '.' && *q != 'e' && *q != 'E' && !(*q >= '0' && *q <= '9')))) {
+            n = kj_new(ps, KJ_NUMBER);
+            if (!n) return NULL;
+            n->number = *ps->p == '-' ? -(double)v : (double)v;
+            ps->p = q;
+            return n;
+        }
+        d = strtod(ps->p, &endp);
         if (endp == ps->p) return NULL;
-        n = kj_new(KJ_NUMBER);
+        n = kj_new(ps, KJ_NUMBER);
         if (!n) return NULL;
         n->number = d;
         ps->p = endp;
         return n;
     }
     }
-fail:
-    kj_free(n);
+fail: /* what was allocated stays in the arena, which kj_parse frees */
     return NULL;
 }
 
@@ -215,9 +274,14 @@ static inline kj_node *kj_parse(const char *text, size_t len)
     ps.p = text;
     ps.end = text + (len == (size_t)-1 ? strlen(text) : len);
     ps.depth = 0;
+    ps.arena = NULL;
     n = kj_value(&ps);
     kj_ws(&ps);
-    if (n && ps.p != ps.end) { kj_free(n); return NULL; }
+    if (!n || ps.p != ps.end) {
+        kj_free_blocks(ps.arena);
+        return NULL;
+    }
+    n->arena = ps.arena;
     return n;
 }
 

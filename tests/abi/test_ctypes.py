@@ -321,3 +321,37 @@ def test_python_api_steps_are_independent_of_the_engine(lib: Lib, gw: int) -> No
     again["request"]["method"] = "edited"
     assert py.next()["request"]["method"] == "tabs.select"
     assert py.call_json("next", None) == dumps(py.next())
+
+
+def test_c_side_holds_the_gateway_exactly_until_destroy(lib: Lib) -> None:
+    """The C side keeps its own reference to each gateway for the direct crossing (docs/c-abi.md, "Costs"):
+    the gateway lives while its handle does, whatever Python drops, and is freed once destroyed."""
+    import gc
+    import weakref
+
+    from kelpie_gateway import Gateway
+
+    made: list[weakref.ref[Gateway]] = []
+    original = Gateway.__init__
+
+    def recording_init(self: Gateway, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made.append(weakref.ref(self))
+
+    Gateway.__init__ = recording_init  # type: ignore[method-assign]
+    try:
+        handle, err = lib.create(CONFIG)
+    finally:
+        Gateway.__init__ = original  # type: ignore[method-assign]
+    assert handle and err is None and len(made) == 1
+    gc.collect()
+    assert made[0]() is not None
+    request = {"version": 1, "method": "tabs.list", "params": {}}
+    step = lib.call("begin", handle, request)
+    step = lib.call("advance", handle, {"transaction": step["transaction"], "seq": step["seq"], "result": {"success": True}})
+    step = lib.call("advance", handle, {"transaction": step["transaction"], "seq": step["seq"], "result": TABS})
+    assert step["step"] == "complete" and step["response"]["result"]["tabs"][0]["tabId"] == "t1"
+    assert lib.destroy(handle) == OK
+    gc.collect()
+    assert made[0]() is None, "the gateway outlived its handle"
+    assert lib.call("begin", handle, request)["response"]["error"]["code"] == "INVALID_REQUEST"
