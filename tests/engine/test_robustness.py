@@ -195,3 +195,62 @@ def test_a_python_request_over_the_cap_is_refused_like_its_json_text() -> None:
     assert step["response"]["error"] == as_text["response"]["error"]
     assert step["response"]["id"] == 1  # a dict's id is readable without parsing; text's is not (None)
     assert as_text["response"]["id"] is None
+
+
+class _Key(str):
+    """A ``str`` subclass: a key orjson writes as its text, which a round trip turns into a plain ``str``."""
+
+
+_results = st.one_of(
+    st.just({"success": True}),
+    st.fixed_dictionaries({"success": st.booleans()}, optional={"error": json_values, "x": json_values}),
+    st.fixed_dictionaries(
+        {"success": st.just(True), "tabs": st.lists(st.fixed_dictionaries({
+            "tabId": st.sampled_from(["A", "B", "\ud800"]), "generation": st.integers(-2, 2**65) | st.floats(),
+            "url": st.text(max_size=4), "title": st.text(max_size=4), "active": st.booleans(),
+        }), max_size=2)}
+    ),
+    st.builds(lambda v: {_Key("success"): v}, st.just(True) | st.just(False)),
+    st.sampled_from([{"success": True, "bad": {1, 2}}, {"success": float("nan")}, {"success": (True,)},
+                     {"success": True, 7: 1}, {"success": True, "s": "\udfff"}, ("success", True), [True], None, "x"]),
+    json_values,
+)
+
+
+@given(
+    phase=st.sampled_from(["authorize", "dispatch"]),
+    tid=st.sampled_from(["ok", "ok", "t999", 7, None]),
+    seq=st.sampled_from(["ok", "ok", "ok", 0, 99, 2**70, "1", True, 1.0]),
+    result=_results,
+    other_key=st.booleans(),
+)
+@settings(max_examples=examples(400), deadline=None)
+def test_a_python_advance_answers_exactly_what_its_copy_answers(
+    phase: str, tid: Any, seq: Any, result: Any, other_key: bool
+) -> None:
+    """``advance`` with a Python dict reads the usual ``{transaction, seq, result}`` without the general
+    parsing, and an exact ``{"success": true}`` result without copying it (docs/engine.md "Performance").
+    The general path — what any other Mapping takes — is the authority: both must answer the same step,
+    leave the same pending step behind, and nothing the host edits afterwards may change the gateway."""
+    from types import MappingProxyType
+
+    clock = lambda: 0.0  # noqa: E731  (audit.elapsedMs equal on both sides)
+    fast, general = make(clock=clock), make(clock=clock)
+    steps = [gw.begin(req("tabs.list")) for gw in (fast, general)]
+    if phase == "dispatch":
+        steps = [ok(gw, s) for gw, s in zip((fast, general), steps, strict=True)]
+    assert steps[0] == steps[1] and steps[0]["step"] == phase
+    message = {
+        "transaction": steps[0]["transaction"] if tid == "ok" else tid,
+        "seq": steps[0]["seq"] if seq == "ok" else seq,
+        ("result" if not other_key else "resuIt"): result,
+    }
+    answer = fast.advance(message)
+    assert answer == general.advance(MappingProxyType(message))
+    scramble_all = [message, result]
+    for value in scramble_all:
+        if isinstance(value, dict):
+            value.clear()
+            value["edited"] = 1
+    assert fast.next() == general.next()
+    assert fast.next(steps[0]["transaction"]) == general.next(steps[0]["transaction"])
