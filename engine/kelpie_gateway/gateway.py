@@ -524,7 +524,7 @@ class GatewayCore:
         code = self._catalog.refusal(method)
         if code is not None and name != "extension.call":
             return self.complete_now(failure(rid, code, self._refusal_message(code, name)), render, name)
-        lane, mutates, ext = "direct", method.mutates, None
+        lane, mutates, ext, tab_id = "direct", method.mutates, None, None
         if name == "extension.call":
             ext = self._catalog.extensions.get(params["name"])
             if ext is None:
@@ -533,14 +533,13 @@ class GatewayCore:
                     render,
                     name,
                 )
-            refusal = ext.check_arguments(params["arguments"])
+            arguments = params["arguments"]  # an object: validated
+            refusal = ext.check_arguments(arguments)
             if refusal is not None:
                 return self.complete_now(failure(rid, refusal[0], refusal[1]), render, name)
             lane, mutates = ext.lane, ext.mutates
-        tab_id: str | None = None
-        arguments = params.get("arguments")
-        if ext is not None and isinstance(arguments, dict) and isinstance(arguments.get("tabId"), str):
-            tab_id = arguments["tabId"]  # its target tab: invalidation and RECONCILE_REQUIRED apply
+            if isinstance(arguments.get("tabId"), str):
+                tab_id = arguments["tabId"]  # its target tab: invalidation and RECONCILE_REQUIRED apply
         if method.tab_scoped or name in _TAB_TARGETED:
             tab_id = params.get("tabId")
             pin = self._config.pinned_tab
@@ -801,10 +800,9 @@ class GatewayCore:
             unknown = envelope.get("mayHaveCompleted") is True
             outcome, code = ("unknown" if unknown else "refused"), envelope["error"]["code"]
         params = txn.request["params"]
-        extension = params.get("name") if txn.method == "extension.call" else None
         return {
             "method": txn.method,
-            "extension": extension if isinstance(extension, str) else None,
+            "extension": params["name"] if txn.method == "extension.call" else None,  # validated: a str
             "lane": txn.lane,
             "tabId": txn.tab_id,
             "outcome": outcome,
