@@ -50,7 +50,7 @@ from .catalog import Catalog
 from .config import Config, Extension, parse_config
 from .errors import ERROR_CODES, GatewayPendingError, JsonObject, Refusal, failure, rejected, success
 from .refs import RefError, RefStore
-from .schema import METHODS, TIMEOUT_DEFAULT_MS, ParamError, validate_request
+from .schema import METHODS, TIMEOUT_DEFAULT_MS, Method, ParamError, validate_request
 from .transaction import ACCEPTS, AUTHORIZE_STATES, DISPATCH_STATES, Transaction
 
 Render = Callable[[JsonObject], Any]
@@ -167,6 +167,62 @@ def _json_copy(value: Any) -> tuple[Any, int]:
         except TypeError as exc:
             raise Refusal("INVALID_REQUEST", f"not JSON data: {exc}") from None
     return orjson.loads(text), len(text)
+
+
+Checked = tuple[Any, Method | None, str, JsonObject]
+"""What :func:`~kelpie_gateway.schema.validate_request` returns: ``(id, method, name, normalized params)``."""
+_PLAIN_ID_CHARS: Final = 1024
+
+
+def _plain_text(text: str) -> bool:
+    """``text`` is written to JSON as it is: no lone surrogate (which orjson refuses)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _checked_as_is(request: JsonObject) -> Checked | None:
+    """A Python caller's canonical request that needs no copy: what ``validate_request`` says of it when
+    its JSON round trip (``begin``'s copy: orjson's text, parsed back) would give an equal request
+    — every key an exact ``str``, every value an exact ``str`` without lone surrogates, ``int`` or ``bool``,
+    ``params`` an exact flat ``dict`` (so not an ``extension.call`` with arguments), an id of at most 1,024
+    characters — and it validates as a known method; None otherwise (the caller copies and validates the
+    copy).
+    The validated params are a new dict of those immutable values, so later edits of the caller's dicts
+    reach nothing the gateway keeps; the request is far below the 4 MiB cap (every string is bounded).
+    ``tests/engine/test_robustness.py`` checks with Hypothesis that both ways answer the same step."""
+    for key in request:
+        if type(key) is not str:
+            return None
+    raw = request.get("params")
+    if raw is not None:
+        if type(raw) is not dict:
+            return None
+        for key, value in raw.items():
+            kind = type(value)
+            if type(key) is not str or (
+                kind is not int and kind is not bool and (kind is not str or not _plain_text(value))
+            ):
+                return None
+    rid: Any = request.get("id")
+    kind = type(rid)
+    if kind is str:
+        if len(rid) > _PLAIN_ID_CHARS or not _plain_text(rid):
+            return None
+    elif kind is not int and rid is not None:
+        return None
+    if type(request.get("method")) is not str:
+        return None
+    try:
+        checked = validate_request(request)
+    except ParamError:
+        return None  # the copy is refused the same way (one place words refusals)
+    # an unknown method's name and params are not checked against any bound: the copy answers it
+    return checked if checked[1] is not None else None
 
 
 _DIGESTS: dict[bytes, str] = {}
@@ -486,11 +542,13 @@ class GatewayCore:
                 request = jsonio.loads(request)
             except jsonio.JsonError as exc:
                 return self.complete_now(failure(None, exc.code, str(exc)), render)
+        elif type(request) is dict and (checked := _checked_as_is(request)) is not None:
+            return self._begin_parsed(request, render, checked)  # its copy would be equal: none is made
         elif type(request) is dict or isinstance(request, Mapping):
             # An independent copy (later edits by the caller change nothing), the same 4 MiB cap and the
             # same refusal of lone surrogates as JSON text.
             try:
-                text = orjson.dumps(request)
+                text = orjson.dumps(request if type(request) is dict else dict(request))  # any Mapping (§11)
                 # orjson's own output is valid JSON without lone surrogates: only the cap can refuse it
                 # (jsonio.loads words that refusal)
                 request = orjson.loads(text) if len(text) <= jsonio.MAX_REQUEST_BYTES else jsonio.loads(text)
@@ -501,15 +559,18 @@ class GatewayCore:
                 return self.complete_now(failure(_request_id(request), exc.code, str(exc)), render)
         return self._begin_parsed(request, render)
 
-    def _begin_parsed(self, request: Any, render: Render | None) -> JsonObject:
-        """Run a parsed canonical request (also the entry point of the MCP translation)."""
+    def _begin_parsed(
+        self, request: Any, render: Render | None, checked: Checked | None = None
+    ) -> JsonObject:
+        """Run a parsed canonical request (also the entry point of the MCP translation); ``checked``: what
+        ``validate_request(request)`` returned, when the caller already asked it."""
         # What the audit of an early refusal shows: the method and tab the request named, if readable
         # (worked out by ``_early_audit`` only when a refusal needs it).
         self._hint = request
         if self._closed:
             return self.complete_now(failure(None, "INVALID_REQUEST", "this gateway is closed"), render)
         try:
-            rid, method, name, params = validate_request(request)
+            rid, method, name, params = validate_request(request) if checked is None else checked
             self._hint_params = params  # normalized: defaults filled in
         except ParamError as exc:
             return self.complete_now(failure(getattr(exc, "request_id", None), exc.code, str(exc)), render)

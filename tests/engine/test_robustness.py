@@ -254,3 +254,88 @@ def test_a_python_advance_answers_exactly_what_its_copy_answers(
             value["edited"] = 1
     assert fast.next() == general.next()
     assert fast.next(steps[0]["transaction"]) == general.next(steps[0]["transaction"])
+
+
+_odd_values = st.sampled_from(
+    [_Key("A"), "\ud800", "A\udfff", "é", float("nan"), 1.0, (1,), 2**64, -(2**63) - 1, None, {"a": 1}, [1], "x" * 1025]
+)
+_PLAIN = [
+    req("tabs.list"), req("tab.snapshot", "s", tabId="A"), req("tab.navigate", None, tabId="A", url="https://x.example/"),
+    req("tab.type", 2**63, tabId="A", ref="s1e1", text="héllo"), req("tab.click", "é", tabId="A", ref="s1e1"),
+    req("tab.screenshot", -5, tabId="A", fullPage=False), req("extension.call", 1, name="fill", arguments={}),
+]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, and of the same types all the way down (a ``str`` subclass equals its text under ``==``)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(type(k) is str and _same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b) or (a != a and b != b)  # NaN is itself
+
+
+@st.composite
+def _nearly_plain_requests(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid plain request with at most one odd thing in one place (what the fast path must notice)."""
+    request = orjson.loads(orjson.dumps(draw(st.sampled_from(_PLAIN))))
+    where = draw(st.sampled_from(["nowhere", "id", "value", "key", "top key", "params", "method"]))
+    odd = draw(_odd_values)
+    params = request["params"]
+    if where == "id":
+        request["id"] = odd
+    elif where == "value" and params:
+        key = draw(st.sampled_from(sorted(params)))
+        params[key] = _Key(params[key]) if isinstance(params[key], str) and draw(st.booleans()) else odd
+    elif where == "key" and params:
+        key = draw(st.sampled_from(sorted(params)))
+        params[_Key(key)] = params.pop(key)
+    elif where == "method":
+        request["method"] = _Key(request["method"])
+    elif where == "top key":
+        request[_Key("method")] = request.pop("method")
+    elif where == "params":
+        request["params"] = odd if draw(st.booleans()) else type("D", (dict,), {})(params)
+    return request
+
+
+@given(request=_nearly_plain_requests() | _request_like, edit=st.booleans())
+@settings(max_examples=examples(400), deadline=None)
+def test_a_python_request_taken_as_it_is_answers_what_its_copy_answers(request: Any, edit: bool) -> None:
+    """``begin`` with a plain Python dict (exact str keys; str, int and bool values; a flat params dict)
+    is validated as it is, without the JSON round trip of its copy (docs/engine.md "Performance"). The
+    copy — what any other Mapping gets — is the authority: both answer the same step and leave the same
+    pending step; str subclasses, lone surrogates, floats, tuples, integers beyond 64 bits, long ids and
+    nested params all take the copy's way. Editing the caller's dicts afterwards changes nothing."""
+    from types import MappingProxyType
+
+    clock = lambda: 0.0  # noqa: E731  (audit.elapsedMs equal on both sides)
+    fast, general = make(clock=clock), make(clock=clock)
+    first = fast.begin(request)
+    assert _same(first, general.begin(MappingProxyType(request)))
+    if edit and isinstance(request.get("params"), dict):
+        request["params"].clear()
+        request["params"]["tabId"] = "edited"
+        request["id"] = "edited"
+    assert fast.next() == general.next()
+    if first["step"] == "authorize":
+        assert fast.next(first["transaction"])["request"] == first["request"]
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"version": 1, "id": 1, "method": "x" * (4 * 1024 * 1024), "params": {}},  # unknown: no bound on the name
+        {"version": 1, "id": "i" * (4 * 1024 * 1024), "method": "tabs.list", "params": {}},
+    ],
+    ids=["method name", "id"],
+)
+def test_a_plain_python_request_over_the_cap_is_refused_like_its_json_text(request_: dict[str, Any]) -> None:
+    """A plain request is validated as it is only when it is certainly under the 4 MiB cap (a known
+    method's params are bounded; an id is taken as it is up to 1,024 characters): one whose name or id
+    alone passes the cap is refused REQUEST_TOO_LARGE like its JSON text."""
+    step = make().begin(request_)
+    assert step["response"]["error"]["code"] == "REQUEST_TOO_LARGE"
+    assert step["response"]["error"] == make().begin(orjson.dumps(request_))["response"]["error"]
