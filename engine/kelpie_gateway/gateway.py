@@ -171,58 +171,40 @@ def _json_copy(value: Any) -> tuple[Any, int]:
 
 Checked = tuple[Any, Method | None, str, JsonObject]
 """What :func:`~kelpie_gateway.schema.validate_request` returns: ``(id, method, name, normalized params)``."""
-_PLAIN_ID_CHARS: Final = 1024
-
-
-def _plain_text(text: str) -> bool:
-    """``text`` is written to JSON as it is: no lone surrogate (which orjson refuses)."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+_PLAIN_IDS: Final = frozenset({str, int, float, type(None)})
+_PLAIN_PARAMS: Final = frozenset({str, int, bool})
 
 
 def _checked_as_is(request: JsonObject) -> Checked | None:
     """A Python caller's canonical request that needs no copy: what ``validate_request`` says of it when
-    its JSON round trip (``begin``'s copy: orjson's text, parsed back) would give an equal request
-    — every key an exact ``str``, every value an exact ``str`` without lone surrogates, ``int`` or ``bool``,
-    ``params`` an exact flat ``dict`` (so not an ``extension.call`` with arguments), an id of at most 1,024
-    characters — and it validates as a known method; None otherwise (the caller copies and validates the
-    copy).
-    The validated params are a new dict of those immutable values, so later edits of the caller's dicts
-    reach nothing the gateway keeps; the request is far below the 4 MiB cap (every string is bounded).
-    ``tests/engine/test_robustness.py`` checks with Hypothesis that both ways answer the same step."""
-    for key in request:
-        if type(key) is not str:
-            return None
-    raw = request.get("params")
-    if raw is not None:
-        if type(raw) is not dict:
-            return None
-        for key, value in raw.items():
-            kind = type(value)
-            if type(key) is not str or (
-                kind is not int and kind is not bool and (kind is not str or not _plain_text(value))
-            ):
-                return None
-    rid: Any = request.get("id")
-    kind = type(rid)
-    if kind is str:
-        if len(rid) > _PLAIN_ID_CHARS or not _plain_text(rid):
-            return None
-    elif kind is not int and rid is not None:
+    its JSON round trip (``begin``'s copy: orjson's text, parsed back) would give an equal request; None
+    otherwise (the caller copies and validates the copy, which words every refusal).
+
+    That is: orjson writes it (so its keys are exact ``str``, no string holds a lone surrogate, no integer
+    passes 64 bits) in at most 4 MiB; it validates (so it holds nothing but the version, the id, the method
+    name and the params); and those — the id, the name and the params' values, what the gateway
+    keeps — are of exactly the types a parse gives (a ``str`` subclass, an enum member or an
+    ``extension.call``'s arguments object are not). A known method's validated params are a new dict of
+    those immutable values (an unknown method is refused at once), so later edits of the caller's dicts
+    reach nothing the gateway keeps. ``tests/engine/test_robustness.py`` checks with Hypothesis that both
+    ways answer the same step, compared type for type."""
+    try:
+        size = len(orjson.dumps(request))
+    except TypeError:  # orjson.JSONEncodeError included
         return None
-    if type(request.get("method")) is not str:
+    if size > jsonio.MAX_REQUEST_BYTES:
         return None
     try:
         checked = validate_request(request)
     except ParamError:
-        return None  # the copy is refused the same way (one place words refusals)
-    # an unknown method's name and params are not checked against any bound: the copy answers it
-    return checked if checked[1] is not None else None
+        return None
+    rid, _, name, params = checked
+    if type(name) is not str or type(rid) not in _PLAIN_IDS:
+        return None
+    for value in params.values():
+        if type(value) not in _PLAIN_PARAMS:
+            return None
+    return checked
 
 
 _DIGESTS: dict[bytes, str] = {}
