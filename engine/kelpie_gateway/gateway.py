@@ -50,8 +50,8 @@ from .catalog import Catalog
 from .config import Config, Extension, parse_config
 from .errors import ERROR_CODES, GatewayPendingError, JsonObject, Refusal, failure, rejected, success
 from .refs import RefError, RefStore
-from .schema import METHODS, TIMEOUT_DEFAULT_MS, ParamError, validate_request
-from .transaction import ACCEPTS, AUTHORIZE_STATES, DISPATCH_STATES, PendingStep, Transaction
+from .schema import METHODS, TIMEOUT_DEFAULT_MS, Method, ParamError, validate_request
+from .transaction import ACCEPTS, AUTHORIZE_STATES, DISPATCH_STATES, Transaction
 
 Render = Callable[[JsonObject], Any]
 Clock = Callable[[], float]
@@ -106,19 +106,8 @@ class _Canonical:
 _CANONICAL: Final = _Canonical()
 
 
-def _pend(txn: Transaction, step: PendingStep) -> PendingStep:
-    step.json = None  # made on first need (the C ABI's call_json, a copy that cannot be made directly)
-    txn.pending = step
-    return step
-
-
-def _pending_json(step: PendingStep) -> bytes:
-    """A pending step's JSON text, serialised once (on first need) and kept for every later ``next``."""
-    text = step.json
-    if text is None:
-        text = step.json = jsonio.dumps(step)
-    return text
-
+_PENDING: Final = frozenset({"authorize", "dispatch"})
+"""The kinds of step a transaction keeps as ``Transaction.pending`` (handed out only as copies)."""
 
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
@@ -131,38 +120,91 @@ def _flat(obj: JsonObject) -> bool:
     return True
 
 
-def _copy_pending(step: PendingStep) -> JsonObject:
-    """The Python API's own copy of a pending step: equal to parsing its JSON, and sharing nothing with it.
+def _copy_pending(step: JsonObject) -> JsonObject:
+    """A copy of a pending step (``Transaction.pending``) for the caller: equal to parsing its JSON, and
+    sharing nothing with it.
 
     A pending step is JSON data the engine built: its nested objects are an ``authorize`` step's
     ``request`` (with ``params``) and ``target``, a ``dispatch`` step's ``params``. When those params hold
     only scalars (the usual case) the copy is made directly, which costs a fraction of a serialise and
     parse round trip; deeper params (an extension's arguments) are copied by parsing the step's JSON."""
-    out: JsonObject = dict(step)
+    out = step.copy()
     if out["step"] == "authorize":
         request = out["request"]
         params = request["params"]
-        if not _flat(params) or type(request["id"]) not in _SCALARS:  # version, method: engine strings
-            copied: JsonObject = orjson.loads(_pending_json(step))
+        if (params and not _flat(params)) or type(request["id"]) not in _SCALARS:  # version, method: str
+            copied: JsonObject = orjson.loads(jsonio.dumps(step))
             return copied
-        out["request"] = {**request, "params": dict(params)}
+        out["request"] = {**request, "params": params.copy()}
         target = out["target"]
         if target is not None:
-            out["target"] = dict(target)
+            out["target"] = target.copy()
         return out
     params = out["params"]
-    if not _flat(params):
-        copied = orjson.loads(_pending_json(step))
+    if params and not _flat(params):
+        copied = orjson.loads(jsonio.dumps(step))
         return copied
-    out["params"] = dict(params)
+    out["params"] = params.copy()
     return out
 
 
 def _own(step: JsonObject) -> JsonObject:
     """What the Python API returns: a step the caller owns (a pending step is copied)."""
-    if type(step) is PendingStep:
+    if step["step"] in _PENDING:
         return _copy_pending(step)
     return step
+
+
+def _json_copy(value: Any) -> tuple[Any, int]:
+    """A Python host's JSON value copied through its JSON text, and that text's size in bytes: an independent
+    copy, lone surrogates repaired to U+FFFD, the same size as the host's JSON text would have for the caps.
+    Raises Refusal (INVALID_REQUEST) for what is not JSON data."""
+    try:
+        text = orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError included
+        try:  # lone surrogates are repaired; anything else is not JSON data
+            text = jsonio.dumps(value)
+        except TypeError as exc:
+            raise Refusal("INVALID_REQUEST", f"not JSON data: {exc}") from None
+    return orjson.loads(text), len(text)
+
+
+Checked = tuple[Any, Method | None, str, JsonObject]
+"""What :func:`~kelpie_gateway.schema.validate_request` returns: ``(id, method, name, normalized params)``."""
+_PLAIN_IDS: Final = frozenset({str, int, float, type(None)})
+_PLAIN_PARAMS: Final = frozenset({str, int, bool})
+
+
+def _checked_as_is(request: JsonObject) -> Checked | None:
+    """A Python caller's canonical request that needs no copy: what ``validate_request`` says of it when
+    its JSON round trip (``begin``'s copy: orjson's text, parsed back) would give an equal request; None
+    otherwise (the caller copies and validates the copy, which words every refusal).
+
+    That is: orjson writes it (so its keys are exact ``str``, no string holds a lone surrogate, no integer
+    passes 64 bits) in at most 4 MiB; it validates (so it holds nothing but the version, the id, the method
+    name and the params); and those — the id, the name and the params' values, what the gateway
+    keeps — are of exactly the types a parse gives (a ``str`` subclass, an enum member or an
+    ``extension.call``'s arguments object are not). A known method's validated params are a new dict of
+    those immutable values (an unknown method is refused at once), so later edits of the caller's dicts
+    reach nothing the gateway keeps. ``tests/engine/test_robustness.py`` checks with Hypothesis that both
+    ways answer the same step, compared type for type."""
+    try:
+        size = len(orjson.dumps(request))
+    except TypeError:  # orjson.JSONEncodeError included
+        return None
+    if size > jsonio.MAX_REQUEST_BYTES:
+        return None
+    try:
+        checked = validate_request(request)
+    except ParamError:
+        return None
+    rid, _, name, params = checked
+    if type(name) is not str or type(rid) not in _PLAIN_IDS:
+        return None
+    for value in params.values():
+        if type(value) not in _PLAIN_PARAMS:
+            return None
+    return checked
 
 
 _DIGESTS: dict[bytes, str] = {}
@@ -229,7 +271,7 @@ class GatewayCore:
     def begin(self, request: Mapping[str, Any] | str | bytes) -> JsonObject:
         """Start a canonical transaction (§5). Returns an ``authorize``, ``dispatch`` or ``complete`` step."""
         step = self._begin_step(request, _CANONICAL)
-        if type(step) is PendingStep:  # _own, inlined: the caller gets its own copy
+        if step["step"] in _PENDING:  # _own, inlined: the caller gets its own copy
             return _copy_pending(step)
         return step
 
@@ -244,7 +286,9 @@ class GatewayCore:
         lock = self._lock  # acquire/release: cheaper than a with block on the hot path
         lock.acquire()
         try:
-            self._refs.drain()
+            refs = self._refs
+            if refs.queued:  # the usual case: nothing queued, no call
+                refs.drain()
             if frontend is _CANONICAL:
                 return self._begin_raw(message)
             return frontend.translate(self, message)
@@ -267,13 +311,15 @@ class GatewayCore:
         5000) have passed: the host must then end the stuck work (stop the page's script, else close or
         crash that renderer) and report ``{"transaction","retire":"renderer-closed"}`` (§5, v1.1)."""
         step = self._next_step(transaction)
-        if type(step) is PendingStep:  # _own, inlined
+        if step["step"] in _PENDING:  # _own, inlined
             return _copy_pending(step)
         return step
 
     def _next_step(self, transaction: str | None) -> JsonObject:
         with self._lock:
-            self._refs.drain()
+            refs = self._refs
+            if refs.queued:  # the usual case: nothing queued, no call
+                refs.drain()
             if transaction is None:
                 txn = self._lanes.get("direct")
             elif isinstance(transaction, str):
@@ -303,7 +349,7 @@ class GatewayCore:
         without a ``tabs.close`` through the gateway (answer ``{"step":"noted","tabClosed","reconcileCleared"}``;
         every later call naming it is TAB_NOT_FOUND: §4, §6; docs/contract-notes.md "Closed tabs")."""
         step = self._advance_step(result)
-        if type(step) is PendingStep:  # _own, inlined: the caller gets its own copy
+        if step["step"] in _PENDING:  # _own, inlined: the caller gets its own copy
             return _copy_pending(step)
         return step
 
@@ -312,7 +358,9 @@ class GatewayCore:
         lock.acquire()
         try:
             self._working = None
-            self._refs.drain()
+            refs = self._refs
+            if refs.queued:  # the usual case: nothing queued, no call
+                refs.drain()
             return self._advance(result)
         except Exception as exc:
             return self._abort(exc)
@@ -329,7 +377,9 @@ class GatewayCore:
 
     def _cancel_step(self, cancel: Any) -> JsonObject:
         with self._lock:
-            self._refs.drain()
+            refs = self._refs
+            if refs.queued:  # the usual case: nothing queued, no call
+                refs.drain()
             self._working = None
             try:
                 return self._cancel(cancel)
@@ -348,15 +398,13 @@ class GatewayCore:
         """The C ABI's entry (``abi/shims.py``; not part of the Python API of §11): run ``operation``
         (``begin``, ``next``, ``advance`` or ``cancel``; :class:`~kelpie_gateway.Gateway` adds
         ``begin_mcp``) on ``argument`` and return the step as compact UTF-8 JSON — byte for byte
-        ``dumps(getattr(self, operation)(argument))``, without the Python API's copy of a pending step.
+        ``dumps(getattr(self, operation)(argument))``, without the Python API's copy of a pending step (the
+        gateway's own is serialised).
         Raises ``ValueError`` for an unknown operation (a caller's bug); never for bad input."""
         run = self._JSON_OPS.get(operation)  # one lookup, no chain of comparisons or super() call
         if run is None:
             raise ValueError(f"unknown operation {operation!r}")
-        step = run(self, argument)
-        if type(step) is PendingStep:  # its text is made once and kept
-            return _pending_json(step)
-        return jsonio.dumps(step)
+        return jsonio.dumps(run(self, argument))
 
     def watch_direct_lane(self, watcher: Callable[[bool], None] | None) -> None:
         """Call ``watcher(busy)`` whenever the direct lane is taken (True) or freed (False), under the
@@ -376,7 +424,9 @@ class GatewayCore:
     def close(self) -> None:
         """Close the gateway; raises :class:`GatewayPendingError` while a renderer callback is pending."""
         with self._lock:
-            self._refs.drain()
+            refs = self._refs
+            if refs.queued:  # the usual case: nothing queued, no call
+                refs.drain()
             pending = [t.id for t in self._by_id.values() if t.callback_pending]
             if pending:
                 raise GatewayPendingError(f"renderer callback pending for {', '.join(pending)}")
@@ -474,11 +524,13 @@ class GatewayCore:
                 request = jsonio.loads(request)
             except jsonio.JsonError as exc:
                 return self.complete_now(failure(None, exc.code, str(exc)), render)
+        elif type(request) is dict and (checked := _checked_as_is(request)) is not None:
+            return self._begin_parsed(request, render, checked)  # its copy would be equal: none is made
         elif type(request) is dict or isinstance(request, Mapping):
             # An independent copy (later edits by the caller change nothing), the same 4 MiB cap and the
             # same refusal of lone surrogates as JSON text.
             try:
-                text = orjson.dumps(request)
+                text = orjson.dumps(request if type(request) is dict else dict(request))  # any Mapping (§11)
                 # orjson's own output is valid JSON without lone surrogates: only the cap can refuse it
                 # (jsonio.loads words that refusal)
                 request = orjson.loads(text) if len(text) <= jsonio.MAX_REQUEST_BYTES else jsonio.loads(text)
@@ -489,15 +541,18 @@ class GatewayCore:
                 return self.complete_now(failure(_request_id(request), exc.code, str(exc)), render)
         return self._begin_parsed(request, render)
 
-    def _begin_parsed(self, request: Any, render: Render | None) -> JsonObject:
-        """Run a parsed canonical request (also the entry point of the MCP translation)."""
+    def _begin_parsed(
+        self, request: Any, render: Render | None, checked: Checked | None = None
+    ) -> JsonObject:
+        """Run a parsed canonical request (also the entry point of the MCP translation); ``checked``: what
+        ``validate_request(request)`` returned, when the caller already asked it."""
         # What the audit of an early refusal shows: the method and tab the request named, if readable
         # (worked out by ``_early_audit`` only when a refusal needs it).
         self._hint = request
         if self._closed:
             return self.complete_now(failure(None, "INVALID_REQUEST", "this gateway is closed"), render)
         try:
-            rid, method, name, params = validate_request(request)
+            rid, method, name, params = validate_request(request) if checked is None else checked
             self._hint_params = params  # normalized: defaults filled in
         except ParamError as exc:
             return self.complete_now(failure(getattr(exc, "request_id", None), exc.code, str(exc)), render)
@@ -512,7 +567,7 @@ class GatewayCore:
         code = self._catalog.refusal(method)
         if code is not None and name != "extension.call":
             return self.complete_now(failure(rid, code, self._refusal_message(code, name)), render, name)
-        lane, mutates, ext = "direct", method.mutates, None
+        lane, mutates, ext, tab_id = "direct", method.mutates, None, None
         if name == "extension.call":
             ext = self._catalog.extensions.get(params["name"])
             if ext is None:
@@ -521,14 +576,13 @@ class GatewayCore:
                     render,
                     name,
                 )
-            refusal = ext.check_arguments(params["arguments"])
+            arguments = params["arguments"]  # an object: validated
+            refusal = ext.check_arguments(arguments)
             if refusal is not None:
                 return self.complete_now(failure(rid, refusal[0], refusal[1]), render, name)
             lane, mutates = ext.lane, ext.mutates
-        tab_id: str | None = None
-        arguments = params.get("arguments")
-        if ext is not None and isinstance(arguments, dict) and isinstance(arguments.get("tabId"), str):
-            tab_id = arguments["tabId"]  # its target tab: invalidation and RECONCILE_REQUIRED apply
+            if isinstance(arguments.get("tabId"), str):
+                tab_id = arguments["tabId"]  # its target tab: invalidation and RECONCILE_REQUIRED apply
         if method.tab_scoped or name in _TAB_TARGETED:
             tab_id = params.get("tabId")
             pin = self._config.pinned_tab
@@ -694,18 +748,16 @@ class GatewayCore:
         txn.authorized = False  # until the host admits it (audit.authorized)
         tab = txn.tab_id
         target = None if tab is None else {"tabId": tab, "generation": self._refs.generation(tab)}
-        return _pend(
-            txn,
-            PendingStep(
-                step="authorize",
-                transaction=txn.id,
-                seq=txn.seq,
-                lane=txn.lane,
-                request=request,
-                mutates=mutates,
-                target=target,
-            ),
-        )
+        step = txn.pending = {  # a dict display: a third of the cost of a dict built from keywords
+            "step": "authorize",
+            "transaction": txn.id,
+            "seq": txn.seq,
+            "lane": txn.lane,
+            "request": request,
+            "mutates": mutates,
+            "target": target,
+        }
+        return step
 
     def _issue_dispatch(
         self, txn: Transaction, event: str, method: str, params: JsonObject, mutates: bool
@@ -716,18 +768,16 @@ class GatewayCore:
         txn.closes = self._closes  # tabs reported gone from here on are gone for this dispatch's result
         timeout = txn.request["params"].get("timeoutMs", TIMEOUT_DEFAULT_MS)
         txn.deadline = self._clock() + timeout / 1000.0
-        return _pend(
-            txn,
-            PendingStep(
-                step="dispatch",
-                transaction=txn.id,
-                seq=txn.seq,
-                method=method,
-                params=params,
-                mutates=mutates,
-                timeoutMs=timeout,
-            ),
-        )
+        step = txn.pending = {
+            "step": "dispatch",
+            "transaction": txn.id,
+            "seq": txn.seq,
+            "method": method,
+            "params": params,
+            "mutates": mutates,
+            "timeoutMs": timeout,
+        }
+        return step
 
     def _after_admission(self, txn: Transaction) -> JsonObject:
         name = txn.method
@@ -744,7 +794,16 @@ class GatewayCore:
     def _issue_main(self, txn: Transaction, event: str) -> JsonObject:
         try:
             self._precheck(txn, txn.tab_id)
-            planned = self._plan(txn)
+            # What the main dispatch acts on, fixed once the target tab is known (after any inspection).
+            ext: Extension | None = txn.ext
+            planned = txn.planned = results.Planned(
+                txn.method,
+                txn.request["params"],
+                txn.tab_id,
+                txn.mutates,
+                ext.method if ext is not None else None,
+                (self._captured_handles(txn, txn.tab_id) or None) if ext is not None else None,
+            )
             endpoint, params = natives.BUILDERS[planned.method](planned, self._natives)
         except Refusal as exc:  # after a dispatched switch-tab the selection changed (_fail)
             return self._fail(txn, exc.code, exc.message, False)
@@ -774,20 +833,6 @@ class GatewayCore:
         if target is not None:
             self._refs.invalidate(target)
 
-    def _plan(self, txn: Transaction) -> results.Planned:
-        """What the main dispatch acts on, fixed once the target tab is known (after any inspection)."""
-        ext: Extension | None = txn.ext
-        planned = results.Planned(
-            txn.method,
-            txn.request["params"],
-            txn.tab_id,
-            txn.mutates,
-            ext.method if ext is not None else None,
-            (self._captured_handles(txn, txn.tab_id) or None) if ext is not None else None,
-        )
-        txn.planned = planned
-        return planned
-
     # ================================================================== completion
     def _audit(self, txn: Transaction, envelope: JsonObject) -> JsonObject:
         """The ``audit`` object of a ``complete`` step (docs/engine.md, "The audit record"): what an
@@ -798,10 +843,9 @@ class GatewayCore:
             unknown = envelope.get("mayHaveCompleted") is True
             outcome, code = ("unknown" if unknown else "refused"), envelope["error"]["code"]
         params = txn.request["params"]
-        extension = params.get("name") if txn.method == "extension.call" else None
         return {
             "method": txn.method,
-            "extension": extension if isinstance(extension, str) else None,
+            "extension": params["name"] if txn.method == "extension.call" else None,  # validated: a str
             "lane": txn.lane,
             "tabId": txn.tab_id,
             "outcome": outcome,
@@ -919,17 +963,30 @@ class GatewayCore:
         if type(data) is dict or isinstance(data, Mapping):
             # Round-trip a Python host's dict: an independent copy, lone surrogates repaired, and the
             # same size as JSON text for the 32 MiB result cap.
-            try:
-                text = orjson.dumps(data) if type(data) is dict else jsonio.dumps(dict(data))
-            except (TypeError, orjson.JSONEncodeError):
-                try:  # lone surrogates are repaired; anything else is not JSON data
-                    text = jsonio.dumps(data if type(data) is dict else dict(data))
-                except TypeError as exc:
-                    raise Refusal("INVALID_REQUEST", f"not JSON data: {exc}") from None
-            return orjson.loads(text), len(text)
+            return _json_copy(data if type(data) is dict else dict(data))
         raise Refusal("INVALID_REQUEST", "expected a JSON object")
 
     def _advance(self, data: Any) -> JsonObject:
+        if type(data) is dict and len(data) == 3:  # a Python host's usual {transaction, seq, result}
+            tid = data.get("transaction")
+            txn = self._by_id.get(tid) if type(tid) is str else None
+            seq = data.get("seq")
+            if txn is not None and type(seq) is int and seq == txn.seq and "result" in data:
+                result = data["result"]
+                if (
+                    type(result) is dict
+                    and len(result) == 1
+                    and result.get("success") is True
+                    and type(next(iter(result))) is str
+                ):
+                    # exactly {"success": true} (an admission, or an empty success): its copy would equal it
+                    # and nothing of it is kept, so it is read as it is (size: its JSON text's)
+                    return self._advance_result(txn, result, 16)
+                try:  # anything else is copied as below (the same copy, size and refusals)
+                    msg, size = _json_copy(data)
+                except Refusal as exc:
+                    return rejected(exc.code, exc.message)
+                return self._advance_result(txn, msg["result"], size)
         try:
             msg, size = self._parse_host(data, ADVANCE_PARSE_CAP)
         except Refusal as exc:
@@ -945,7 +1002,17 @@ class GatewayCore:
         if not isinstance(tid, str):
             return rejected("INVALID_REQUEST", "advance needs a string 'transaction'")
         if len(msg) == 3 and "seq" in msg and "result" in msg:  # the usual {transaction, seq, result}
-            return self._advance_result(tid, msg["seq"], msg["result"], size)
+            seq = msg["seq"]
+            if type(seq) is not int:
+                return rejected("INVALID_REQUEST", "'seq' must be an integer")
+            txn = self._by_id.get(tid)
+            self._working = txn
+            if txn is None or seq != txn.seq:
+                return rejected(
+                    "STALE_STEP",
+                    f"no pending step {tid!r} seq {seq}; late, duplicated or forged result ignored",
+                )
+            return self._advance_result(txn, msg["result"], size)
         if "undelivered" in msg:
             if set(msg) != {"transaction", "undelivered"} or msg["undelivered"] is not True:
                 return rejected(
@@ -967,21 +1034,15 @@ class GatewayCore:
         what = f"unknown field(s) {extra}" if extra else "'seq' and 'result' are required"
         return rejected("INVALID_REQUEST", f"advance takes {{transaction, seq, result}}: {what}")
 
-    def _advance_result(self, tid: str, seq: Any, result: Any, size: int) -> JsonObject:
-        """``advance({"transaction": tid, "seq": seq, "result": result})``; ``size``: the input's JSON size."""
-        if type(seq) is not int:
-            return rejected("INVALID_REQUEST", "'seq' must be an integer")
-        txn = self._by_id.get(tid)
+    def _advance_result(self, txn: Transaction, result: Any, size: int) -> JsonObject:
+        """``advance({"transaction", "seq", "result"})`` naming ``txn``'s current seq; ``result`` is the
+        gateway's own (copied, or exactly ``{"success": true}``), ``size`` the input's JSON size."""
         self._working = txn
-        if txn is None or seq != txn.seq:
-            return rejected(
-                "STALE_STEP", f"no pending step {tid!r} seq {seq}; late, duplicated or forged result ignored"
-            )
         accepts = ACCEPTS[txn.state]  # Transaction.accepts, one lookup for both questions
         if "retire" in accepts:
             return self._retire(txn)
         if "advance" not in accepts:
-            return rejected("STALE_STEP", f"transaction {tid!r} is not waiting for a result")
+            return rejected("STALE_STEP", f"transaction {txn.id!r} is not waiting for a result")
         if txn.state in AUTHORIZE_STATES:
             return self._on_authorization(txn, result)
         if size > jsonio.MAX_RESULT_BYTES:
@@ -1062,14 +1123,27 @@ class GatewayCore:
                 self._reconcile.discard(txn.tab_id)
             return self._fail_dispatch(txn, str(code), text, result)
         try:
-            if txn.state == "inspecting":
+            state = txn.state
+            if state == "dispatching":  # the main dispatch: shape its result, record its facts, complete
+                tab = txn.tab_id
+                if not txn.mutates and tab is not None and self._refs.epoch(tab) != txn.epoch:
+                    return self._finish(
+                        txn,
+                        failure(
+                            txn.request_id,
+                            "RENDERER_CHANGED",
+                            f"tab {tab!r} changed while it was being read; the result was discarded",
+                        ),
+                    )
+                planned = txn.planned
+                shaped = results.SHAPERS[planned.method](planned, result)
+                return self._finish(txn, success(txn.request_id, self._record(shaped, txn)))
+            if state == "inspecting":
                 return self._on_inspection(txn, result)
-            if txn.state == "switching":
-                tab = results.field(result, "tabId", str, "switch-tab")
-                self._seen(tab, results.field(result, "generation", int, "switch-tab"), txn)
-                txn.switched = True
-                return self._issue_main(txn, "dispatch")
-            return self._on_main_result(txn, result)
+            tab = results.field(result, "tabId", str, "switch-tab")  # switching
+            self._seen(tab, results.field(result, "generation", int, "switch-tab"), txn)
+            txn.switched = True
+            return self._issue_main(txn, "dispatch")
         except Refusal as exc:
             if exc.may_have_completed is None:  # a malformed result: the §4 rule for a failed dispatch
                 return self._fail_dispatch(txn, exc.code, exc.message, result)
@@ -1120,21 +1194,6 @@ class GatewayCore:
                 return self._issue_authorize(txn, "authorize_switch", switch_request, True)
             return self._issue_switch(txn)
         return self._issue_main(txn, "dispatch")
-
-    def _on_main_result(self, txn: Transaction, result: JsonObject) -> JsonObject:
-        tab = txn.tab_id
-        if not txn.mutates and tab is not None and self._refs.epoch(tab) != txn.epoch:
-            return self._finish(
-                txn,
-                failure(
-                    txn.request_id,
-                    "RENDERER_CHANGED",
-                    f"tab {tab!r} changed while it was being read; the result was discarded",
-                ),
-            )
-        planned = txn.planned
-        shaped = results.SHAPERS[planned.method](planned, result)
-        return self._finish(txn, success(txn.request_id, self._record(shaped, txn)))
 
     def _record(self, shaped: results.Shaped, txn: Transaction) -> JsonObject:
         """Apply a shaped result's facts to the ref store and reconcile marks; returns the result object

@@ -73,6 +73,10 @@ class RefStore:
         self._queue_lock = threading.Lock()
         self._queued_tabs: set[str] = set()
         self._queued_all = False
+        self.queued = False
+        """True while invalidations wait in the queue. Callers holding the gateway lock read it without the
+        queue's lock (``if refs.queued: refs.drain()``: no call when nothing is queued, the usual case); a
+        racy read is fine, an enqueue it misses is applied by the next drain."""
         self._tabs: dict[str, _TabRefs] = {}
         self._owner: OrderedDict[int, str] = OrderedDict()
         self._last_snapshot = 0
@@ -89,14 +93,15 @@ class RefStore:
                 self._queued_all = True
             else:
                 self._queued_tabs.add(tab_id)
+            self.queued = True
 
     def drain(self) -> None:
         """Apply every queued invalidation (caller holds the gateway lock)."""
-        if not self._queued_all and not self._queued_tabs:
+        if not self.queued:
             return  # racy read is fine: a concurrent enqueue is applied by the next call
         with self._queue_lock:
             everything, tabs = self._queued_all, self._queued_tabs
-            self._queued_all, self._queued_tabs = False, set()
+            self._queued_all, self._queued_tabs, self.queued = False, set(), False
         if everything:
             self.invalidate_all()
         for tab_id in tabs:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import binascii
 import itertools
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -151,32 +152,36 @@ def cut_utf16(text: str, limit: int) -> tuple[str, bool]:
     return text, False
 
 
+_TAB_FIELDS: Final = operator.itemgetter("tabId", "generation", "url", "title", "active")
+
+
 def parse_tabs(result: JsonObject) -> list[JsonObject]:
     """``get-tabs`` → ``[{tabId, generation, url, title, active, crashed?}]`` with lone surrogates repaired
-    (``crashed: true`` only when the host says so: CONTRACT.md §5 v1.1, the tab reports it crashed)."""
-    raw = field(result, "tabs", list, "get-tabs")
-    tabs = []
+    (``crashed: true`` only when the host says so: CONTRACT.md §5 v1.1, the tab reports it crashed).
+
+    ``result`` is parsed JSON (the gateway's own copy), so its strings, integers and booleans are of
+    exactly those types: one ``type(x) is T`` test each, no ``isinstance``."""
+    raw = result.get("tabs")
+    if type(raw) is not list:
+        raise malformed("get-tabs: missing or malformed field 'tabs'")
+    tabs: list[JsonObject] = []
     repair = jsonio.repair_surrogates
-    for i, t in enumerate(raw):
-        if not isinstance(t, dict):
-            raise malformed(f"get-tabs tabs[{i}]: not an object")
-        get = t.get
-        tab_id, gen, url, title, active = (
-            get("tabId"),
-            get("generation"),
-            get("url"),
-            get("title"),
-            get("active"),
-        )
+    for t in raw:
+        if type(t) is not dict:
+            raise malformed(f"get-tabs tabs[{len(tabs)}]: not an object")
+        try:
+            tab_id, gen, url, title, active = _TAB_FIELDS(t)
+        except KeyError:
+            tab_id = None  # refused just below
         if not (
-            isinstance(tab_id, str)
+            type(tab_id) is str
             and type(gen) is int
-            and isinstance(url, str)
-            and isinstance(title, str)
-            and isinstance(active, bool)
+            and type(url) is str
+            and type(title) is str
+            and type(active) is bool
         ):
             raise malformed(
-                f"get-tabs tabs[{i}]: needs tabId (string), generation (integer), url, title "
+                f"get-tabs tabs[{len(tabs)}]: needs tabId (string), generation (integer), url, title "
                 "(strings) and active (boolean)"
             )
         entry = {
@@ -186,7 +191,7 @@ def parse_tabs(result: JsonObject) -> list[JsonObject]:
             "title": title if title.isascii() else repair(title),
             "active": active,
         }
-        if get("crashed") is True:  # the tab's renderer crashed: tab.navigate or tabs.close recovers it
+        if t.get("crashed") is True:  # the tab's renderer crashed: tab.navigate or tabs.close recovers it
             entry["crashed"] = True
         tabs.append(entry)
     return tabs

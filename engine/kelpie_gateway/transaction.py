@@ -95,17 +95,6 @@ _FROM: Final[dict[str, dict[str, str]]] = {
 _CLEARS_PENDING: Final = TERMINAL | {"retiring"}
 
 
-class PendingStep(dict[str, Any]):
-    """An ``authorize`` or ``dispatch`` step as the transaction keeps it for ``next`` (``Transaction.pending``),
-    with ``json``, its JSON text, serialised once on first need (None until then). Internal step producers
-    return it as is; the Python API hands out an independent copy (``gateway._copy_pending``) and the C ABI
-    sends ``json`` itself (``GatewayCore.call_json``), so a step is never serialised twice. It may share
-    containers with the transaction's request: never give it out, never edit it."""
-
-    __slots__ = ("json",)
-    json: bytes | None
-
-
 class IllegalTransition(RuntimeError):
     """An event fired in a state that has no such transition (a gateway bug)."""
 
@@ -113,8 +102,10 @@ class IllegalTransition(RuntimeError):
 class Transaction:
     """One transaction's bookkeeping. ``state`` changes only through :meth:`fire`.
 
-    ``seq`` is the number of the last issued step; ``pending`` is the step the host must answer
-    (None in ``new``, ``retiring`` and the terminal states); ``render`` turns the final canonical
+    ``seq`` is the number of the last issued step; ``pending`` is the ``authorize`` or ``dispatch`` step
+    the host must answer, as the gateway keeps it for ``next`` (None in ``new``, ``retiring`` and the
+    terminal states; a plain dict that may share containers with ``request``: the gateway hands out
+    copies of it, never the dict itself); ``render`` turns the final canonical
     envelope into what the ``complete`` step carries (the envelope itself, or a JSON-RPC response).
     What the gateway decided along the way: ``ext`` (the admitted extension of ``extension.call``),
     ``mcp`` (begun by ``begin_mcp``: ``notifications/cancelled`` can reach it), ``authorized`` (None
@@ -181,7 +172,7 @@ class Transaction:
         self.mcp = render is not None
         self.state = "new"
         self.seq = 0
-        self.pending: PendingStep | None = None
+        self.pending: dict[str, Any] | None = None
         self.dispatches = 0
         self.dispatched_mutation = False
         self.switched = False

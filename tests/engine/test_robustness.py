@@ -3,6 +3,7 @@ gateway usable (CONTRACT.md §4, §5, §8; DEVELOPERS.md "errors are values").""
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Any
 
@@ -195,3 +196,155 @@ def test_a_python_request_over_the_cap_is_refused_like_its_json_text() -> None:
     assert step["response"]["error"] == as_text["response"]["error"]
     assert step["response"]["id"] == 1  # a dict's id is readable without parsing; text's is not (None)
     assert as_text["response"]["id"] is None
+
+
+class _Key(str):
+    """A ``str`` subclass: a key orjson writes as its text, which a round trip turns into a plain ``str``."""
+
+
+_results = st.one_of(
+    st.just({"success": True}),
+    st.fixed_dictionaries({"success": st.booleans()}, optional={"error": json_values, "x": json_values}),
+    st.fixed_dictionaries(
+        {"success": st.just(True), "tabs": st.lists(st.fixed_dictionaries({
+            "tabId": st.sampled_from(["A", "B", "\ud800"]), "generation": st.integers(-2, 2**65) | st.floats(),
+            "url": st.text(max_size=4), "title": st.text(max_size=4), "active": st.booleans(),
+        }), max_size=2)}
+    ),
+    st.builds(lambda v: {_Key("success"): v}, st.just(True) | st.just(False)),
+    st.sampled_from([{"success": True, "bad": {1, 2}}, {"success": float("nan")}, {"success": (True,)},
+                     {"success": True, 7: 1}, {"success": True, "s": "\udfff"}, ("success", True), [True], None, "x"]),
+    json_values,
+)
+
+
+@given(
+    phase=st.sampled_from(["authorize", "dispatch"]),
+    tid=st.sampled_from(["ok", "ok", "t999", 7, None]),
+    seq=st.sampled_from(["ok", "ok", "ok", 0, 99, 2**70, "1", True, 1.0]),
+    result=_results,
+    other_key=st.booleans(),
+)
+@settings(max_examples=examples(400), deadline=None)
+def test_a_python_advance_answers_exactly_what_its_copy_answers(
+    phase: str, tid: Any, seq: Any, result: Any, other_key: bool
+) -> None:
+    """``advance`` with a Python dict reads the usual ``{transaction, seq, result}`` without the general
+    parsing, and an exact ``{"success": true}`` result without copying it (docs/engine.md "Performance").
+    The general path — what any other Mapping takes — is the authority: both must answer the same step,
+    leave the same pending step behind, and nothing the host edits afterwards may change the gateway."""
+    from types import MappingProxyType
+
+    clock = lambda: 0.0  # noqa: E731  (audit.elapsedMs equal on both sides)
+    fast, general = make(clock=clock), make(clock=clock)
+    steps = [gw.begin(req("tabs.list")) for gw in (fast, general)]
+    if phase == "dispatch":
+        steps = [ok(gw, s) for gw, s in zip((fast, general), steps, strict=True)]
+    assert steps[0] == steps[1] and steps[0]["step"] == phase
+    message = {
+        "transaction": steps[0]["transaction"] if tid == "ok" else tid,
+        "seq": steps[0]["seq"] if seq == "ok" else seq,
+        ("result" if not other_key else "resuIt"): result,
+    }
+    answer = fast.advance(message)
+    assert answer == general.advance(MappingProxyType(message))
+    scramble_all = [message, result]
+    for value in scramble_all:
+        if isinstance(value, dict):
+            value.clear()
+            value["edited"] = 1
+    assert fast.next() == general.next()
+    assert fast.next(steps[0]["transaction"]) == general.next(steps[0]["transaction"])
+
+
+class _Int(enum.IntEnum):
+    ONE = 1
+
+
+class _Str(enum.StrEnum):
+    A = "A"
+
+
+_odd_values = st.sampled_from(
+    [_Key("A"), _Int.ONE, _Str.A, "\ud800", "A\udfff", float("nan"), 1.5, (1,), 2**64, None, {"a": 1}, "é" * 3]
+)
+_PLAIN = [
+    req("tabs.list"), req("tab.snapshot", "s", tabId="A"), req("tab.navigate", None, tabId="A", url="https://x.example/"),
+    req("tab.type", 2**63, tabId="A", ref="s1e1", text="héllo"), req("tab.click", "é", tabId="A", ref="s1e1"),
+    req("tab.screenshot", -5, tabId="A", fullPage=False), req("extension.call", 1, name="fill", arguments={}),
+]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, and of the same types all the way down (a ``str`` subclass equals its text under ``==``)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(type(k) is str and _same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b) or (a != a and b != b)  # NaN is itself
+
+
+@st.composite
+def _nearly_plain_requests(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid plain request with at most one odd thing in one place (what the fast path must notice)."""
+    request = orjson.loads(orjson.dumps(draw(st.sampled_from(_PLAIN))))
+    where = draw(st.sampled_from(["nowhere", "id", "value", "key", "top key", "params", "method"]))
+    odd = draw(_odd_values)
+    params = request["params"]
+    if where == "id":
+        request["id"] = odd
+    elif where == "value" and params:
+        key = draw(st.sampled_from(sorted(params)))
+        params[key] = _Key(params[key]) if isinstance(params[key], str) and draw(st.booleans()) else odd
+    elif where == "key" and params:
+        key = draw(st.sampled_from(sorted(params)))
+        params[_Key(key)] = params.pop(key)
+    elif where == "method":
+        request["method"] = _Key(request["method"])
+    elif where == "top key":
+        request[_Key("method")] = request.pop("method")
+    elif where == "params":
+        request["params"] = odd if draw(st.booleans()) else type("D", (dict,), {})(params)
+    return request
+
+
+@given(request=_nearly_plain_requests(), edit=st.booleans())
+@settings(max_examples=examples(400), deadline=None)
+def test_a_python_request_taken_as_it_is_answers_what_its_copy_answers(request: Any, edit: bool) -> None:
+    """``begin`` with a plain Python dict (exact str keys; str, int and bool values; a flat params dict)
+    is validated as it is, without the JSON round trip of its copy (docs/engine.md "Performance"). The
+    copy — what any other Mapping gets — is the authority: both answer the same step, type for type, and
+    leave the same pending step; str subclasses, enum members, lone surrogates, floats, tuples, integers
+    beyond 64 bits and nested params all take the copy's way. Editing the caller's dicts afterwards
+    changes nothing."""
+    from types import MappingProxyType
+
+    clock = lambda: 0.0  # noqa: E731  (audit.elapsedMs equal on both sides)
+    fast, general = make(clock=clock), make(clock=clock)
+    first = fast.begin(request)
+    assert _same(first, general.begin(MappingProxyType(request)))
+    if edit and isinstance(request.get("params"), dict):
+        request["params"].clear()
+        request["params"]["tabId"] = "edited"
+        request["id"] = "edited"
+    assert fast.next() == general.next()
+    if first["step"] == "authorize":
+        assert fast.next(first["transaction"])["request"] == first["request"]
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"version": 1, "id": 1, "method": "x" * (4 * 1024 * 1024), "params": {}},  # unknown: no bound on the name
+        {"version": 1, "id": "i" * (4 * 1024 * 1024), "method": "tabs.list", "params": {}},
+    ],
+    ids=["method name", "id"],
+)
+def test_a_plain_python_request_over_the_cap_is_refused_like_its_json_text(request_: dict[str, Any]) -> None:
+    """A plain request is validated as it is only when its JSON text is within the 4 MiB cap: one whose
+    method name or id alone passes the cap is refused REQUEST_TOO_LARGE like its JSON text."""
+    step = make().begin(request_)
+    assert step["response"]["error"]["code"] == "REQUEST_TOO_LARGE"
+    assert step["response"]["error"] == make().begin(orjson.dumps(request_))["response"]["error"]
