@@ -6,12 +6,13 @@ Usage::
     tools/bench_peers [--reps 3] [--only product,playwright,devtools] [--skip-100k] [--pages small,10k,100k]
                       [--timeout 120] [--small-timeout 60] [--json FILE]
 
-Targets (``--only``; ``product`` means both product rows):
+Targets (``--only``; ``product`` means the three product rows):
 
 * ``product-python``: the reference host ``kelpie-gateway serve`` (Python API), MCP over Streamable HTTP
   with a paired bearer; ``product-abi``: the same host with ``--via-abi`` (every transaction through the
-  C library). Both use the tool ``kelpie_browser_control`` (``tab.navigate``, ``tab.snapshot``,
-  ``tab.click``, ``tab.type``; refs from the snapshot's ``elements``).
+  C library); ``product-stdio``: ``kelpie-gateway mcp`` (Python API) over stdio, the peers' transport.
+  All use the tool ``kelpie_browser_control`` (``tab.navigate``, ``tab.snapshot``, ``tab.click``,
+  ``tab.type``; refs from the snapshot's ``elements``).
 * ``playwright``: Playwright MCP (npm ``@playwright/mcp``, pinned below) over stdio: ``browser_navigate``,
   ``browser_snapshot``, ``browser_click``/``browser_type`` with ``target`` = the snapshot's ``[ref=…]``.
 * ``devtools``: Chrome DevTools MCP (npm ``chrome-devtools-mcp``, pinned below) over stdio:
@@ -87,10 +88,11 @@ PEERS = {  # target name: (npm package, pinned version, bin)
     "playwright": ("@playwright/mcp", "0.0.83", "playwright-mcp"),
     "devtools": ("chrome-devtools-mcp", "1.11.0", "chrome-devtools-mcp"),
 }
-TARGETS = ("product-python", "product-abi", "playwright", "devtools")
+TARGETS = ("product-python", "product-abi", "product-stdio", "playwright", "devtools")
 LABELS = {
     "product-python": "product (Python API)",
     "product-abi": "product (--via-abi)",
+    "product-stdio": "product (stdio)",
     "playwright": f"Playwright MCP {PEERS['playwright'][1]}",
     "devtools": f"DevTools MCP {PEERS['devtools'][1]}",
 }
@@ -480,6 +482,31 @@ class Product(Target):
         return "yes" if page == 1 else f"yes, p.{page}"
 
 
+class ProductStdio(Product):
+    """``kelpie-gateway mcp`` (Python API) over stdio: the peers' transport, so the MCP transport's own cost
+    (HTTP requests, bearer check, SSE framing) is compared like with like. No pairing: the client that
+    launched the process owns it."""
+
+    def __init__(self, work: Path, executable: str, via_abi: bool) -> None:
+        super().__init__(work, executable, via_abi)
+        self.name = "product-stdio"
+
+    async def open(self, stack: AsyncExitStack) -> Client:
+        cwd = self.work / self.name
+        cwd.mkdir(exist_ok=True, mode=0o700)
+        args = ["-m", "kelpie_gateway", "mcp", "--browser-executable", self.executable]
+        args += ["--viewport", f"{VIEWPORT[0]}x{VIEWPORT[1]}", "--site", str(self.work / "pages")]
+        env = {**os.environ, "KELPIE_GATEWAY_STATE_DIR": str(cwd)}
+        params = StdioServerParameters(command=sys.executable, args=args, cwd=cwd, env=env)
+        errlog = stack.enter_context(open(cwd / "stderr.log", "a", encoding="utf-8"))  # noqa: SIM115
+        return await stack.enter_async_context(
+            Client(stdio_client(params, errlog=errlog), read_timeout_seconds=120)
+        )
+
+    async def after_close(self) -> None:
+        """Nothing outside the stack: the SDK's stdio client ends the process."""
+
+
 class Peer(Target):
     """A peer over stdio, its stderr into a log file in the work directory."""
 
@@ -582,6 +609,8 @@ def make_target(name: str, work: Path, executable: str) -> Target:
         return Playwright(work, executable)
     if name == "devtools":
         return DevTools(work, executable)
+    if name == "product-stdio":
+        return ProductStdio(work, executable, via_abi=False)
     return Product(work, executable, via_abi=name == "product-abi")
 
 
@@ -789,7 +818,8 @@ GOALS = {  # (metric, kind): (goal text, peers the ratio must be under, the rati
     ("100k", "chars"): (f"bounded (≤ {BOUND_CHARS // 1000}k chars)", [], BOUND_CHARS),
     ("100k", "reach"): ("end button reachable", [], 0),
 }
-PRODUCTS = ("product-python", "product-abi")
+PRODUCTS = ("product-python", "product-abi", "product-stdio")
+SHORT = {"product-python": "py", "product-abi": "abi", "product-stdio": "stdio"}
 
 
 def median_time(values: list[float | str]) -> float | None:
@@ -881,8 +911,7 @@ def table(records: dict[str, Record], args: argparse.Namespace) -> str:
     head = ["metric", *(LABELS[n] for n in names)]
     ratio_peers = [p for p in peers] if products else []
     head += [
-        f"{'/'.join('py' if n == 'product-python' else 'abi' for n in products)} ÷ "
-        f"{'Playwright' if p == 'playwright' else 'DevTools'}"
+        f"{'/'.join(SHORT[n] for n in products)} ÷ {'Playwright' if p == 'playwright' else 'DevTools'}"
         for p in ratio_peers
     ]
     head += ["goal", "met"]
@@ -925,7 +954,7 @@ def main() -> None:
     ap.add_argument(
         "--only",
         default="product,playwright,devtools",
-        help="comma-separated targets: product (both), product-python, product-abi, playwright, devtools",
+        help="comma-separated targets: product (all three), product-python, product-abi, product-stdio, playwright, devtools",
     )
     ap.add_argument("--pages", default="small,10k,100k", help="comma-separated page set: small, 10k, 100k")
     ap.add_argument("--skip-100k", action="store_true", help="leave out the 100,000-item page")
