@@ -1,5 +1,5 @@
 """``tools/bench_peers`` keeps working (issue 16): a benchmark, not a timed test, so this runs it cheaply — the
-product only (Python API and ``--via-abi``, real headless Chromium), one repetition, the small page — and
+product only (Python API, ``--via-abi`` and stdio, real headless Chromium), one repetition, the small page — and
 checks that it prints its table with a figure in every product cell. No timing is asserted."""
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ def test_bench_peers_prints_a_figure_in_every_product_cell(tmp_path: Path) -> No
     assert run.returncode == 0, run.stdout + run.stderr
     rows = [line for line in run.stdout.splitlines() if line.startswith("|")]
     header = [cell.strip() for cell in rows[0].strip("|").split("|")]
-    assert header[:3] == ["metric", "product (Python API)", "product (--via-abi)"], header
+    assert header[:4] == ["metric", "product (Python API)", "product (--via-abi)", "product (stdio)"], header
     body = {
-        cells[0]: cells[1:3] for cells in ([c.strip() for c in r.strip("|").split("|")] for r in rows[2:])
+        cells[0]: cells[1:4] for cells in ([c.strip() for c in r.strip("|").split("|")] for r in rows[2:])
     }
     expected = [
         "navigate to the small page",
