@@ -348,3 +348,27 @@ def test_a_plain_python_request_over_the_cap_is_refused_like_its_json_text(reque
     step = make().begin(request_)
     assert step["response"]["error"]["code"] == "REQUEST_TOO_LARGE"
     assert step["response"]["error"] == make().begin(orjson.dumps(request_))["response"]["error"]
+
+
+@pytest.mark.parametrize("phase", ["authorize", "dispatch"])
+@pytest.mark.parametrize("key", ["transaction", "seq", "result"])
+def test_a_python_advance_with_a_str_subclass_key_is_refused_like_its_copy(phase: str, key: str) -> None:
+    """A ``{transaction, seq, result}`` dict one of whose own keys is a ``str`` subclass is not JSON data
+    (orjson: "Dict key must be str"): the general path refuses it INVALID_REQUEST, so the exact
+    ``{"success": true}`` fast path must too — it must not admit an authorization or complete a dispatch
+    on a message every other way of sending it is refused."""
+    from types import MappingProxyType
+
+    clock = lambda: 0.0  # noqa: E731  (audit.elapsedMs equal on both sides)
+    fast, general = make(clock=clock), make(clock=clock)
+    steps = [gw.begin(req("tabs.list")) for gw in (fast, general)]
+    if phase == "dispatch":
+        steps = [ok(gw, s) for gw, s in zip((fast, general), steps, strict=True)]
+    assert steps[0] == steps[1] and steps[0]["step"] == phase
+    message: dict[Any, Any] = {"transaction": steps[0]["transaction"], "seq": steps[0]["seq"]}
+    message["result"] = {"success": True}
+    message[_Key(key)] = message.pop(key)
+    answer = fast.advance(message)
+    assert answer == general.advance(MappingProxyType(message))
+    assert answer["step"] == "rejected" and answer["error"]["code"] == "INVALID_REQUEST"
+    assert fast.next() == general.next()  # the same pending step is still waiting on both
