@@ -979,9 +979,11 @@ class GatewayCore:
                     and result.get("success") is True
                     and type(next(iter(result))) is str
                 ):
-                    # exactly {"success": true} (an admission, or an empty success): its copy would equal it
-                    # and nothing of it is kept, so it is read as it is (size: its JSON text's)
-                    return self._advance_result(txn, result, 16)
+                    k1, k2, k3 = data  # a str subclass key is not JSON data: the copy below refuses it
+                    if type(k1) is str and type(k2) is str and type(k3) is str:
+                        # exactly {"success": true} (an admission, or an empty success): its copy would
+                        # equal it and nothing of it is kept, so it is read as it is (size: its JSON text's)
+                        return self._advance_result(txn, result, 16)
                 try:  # anything else is copied as below (the same copy, size and refusals)
                     msg, size = _json_copy(data)
                 except Refusal as exc:
