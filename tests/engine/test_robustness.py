@@ -372,3 +372,32 @@ def test_a_python_advance_with_a_str_subclass_key_is_refused_like_its_copy(phase
     assert answer == general.advance(MappingProxyType(message))
     assert answer["step"] == "rejected" and answer["error"]["code"] == "INVALID_REQUEST"
     assert fast.next() == general.next()  # the same pending step is still waiting on both
+
+
+class _Lying(dict[str, Any]):
+    """A dict subclass whose ``[]`` answers other than its contents (which orjson serialises as they are)."""
+
+    def __getitem__(self, key: str) -> Any:
+        value = super().__getitem__(key)
+        return "https://elsewhere.example/" if key == "url" else value
+
+
+def test_a_python_request_whose_params_are_a_dict_subclass_is_read_like_its_copy() -> None:
+    """``begin`` validates a plain dict request as it is only when its copy would be equal: a params
+    object of a dict subclass is serialised from its contents, so a subclass overriding ``[]`` (or ``in``,
+    or iteration) must take the copy's way — the URL the host is asked to authorize and navigate to is the
+    one the request's JSON text carries, as for any other Mapping."""
+    from types import MappingProxyType
+
+    request = {
+        "version": 1,
+        "id": 1,
+        "method": "tab.navigate",
+        "params": _Lying(tabId="A", url="https://ok.example/"),
+    }
+    clock = lambda: 0.0  # noqa: E731  (audit.elapsedMs equal on both sides)
+    fast, general, text = make(clock=clock), make(clock=clock), make(clock=clock)
+    step = fast.begin(request)
+    assert step == general.begin(MappingProxyType(request)) == text.begin(orjson.dumps(request))
+    assert step["step"] == "authorize"
+    assert step["request"]["params"]["url"] == "https://ok.example/"
