@@ -173,6 +173,7 @@ Checked = tuple[Any, Method | None, str, JsonObject]
 """What :func:`~kelpie_gateway.schema.validate_request` returns: ``(id, method, name, normalized params)``."""
 _PLAIN_IDS: Final = frozenset({str, int, float, type(None)})
 _PLAIN_PARAMS: Final = frozenset({str, int, bool})
+_NO_PARAMS: Final[JsonObject] = {}
 
 
 def _checked_as_is(request: JsonObject) -> Checked | None:
@@ -180,7 +181,8 @@ def _checked_as_is(request: JsonObject) -> Checked | None:
     its JSON round trip (``begin``'s copy: orjson's text, parsed back) would give an equal request; None
     otherwise (the caller copies and validates the copy, which words every refusal).
 
-    That is: orjson writes it (so its keys are exact ``str``, no string holds a lone surrogate, no integer
+    That is: its params, if any, are an exact ``dict`` (a subclass may answer ``[]``, ``in`` or iteration
+    other than the contents orjson writes); orjson writes it (so its keys are exact ``str``, no string holds a lone surrogate, no integer
     passes 64 bits) in at most 4 MiB; it validates (so it holds nothing but the version, the id, the method
     name and the params); and those — the id, the name and the params' values, what the gateway
     keeps — are of exactly the types a parse gives (a ``str`` subclass, an enum member or an
@@ -188,6 +190,8 @@ def _checked_as_is(request: JsonObject) -> Checked | None:
     those immutable values (an unknown method is refused at once), so later edits of the caller's dicts
     reach nothing the gateway keeps. ``tests/engine/test_robustness.py`` checks with Hypothesis that both
     ways answer the same step, compared type for type."""
+    if type(request.get("params", _NO_PARAMS)) is not dict:  # a dict subclass may read other than its text
+        return None
     try:
         size = len(orjson.dumps(request))
     except TypeError:  # orjson.JSONEncodeError included
@@ -979,9 +983,11 @@ class GatewayCore:
                     and result.get("success") is True
                     and type(next(iter(result))) is str
                 ):
-                    # exactly {"success": true} (an admission, or an empty success): its copy would equal it
-                    # and nothing of it is kept, so it is read as it is (size: its JSON text's)
-                    return self._advance_result(txn, result, 16)
+                    k1, k2, k3 = data  # a str subclass key is not JSON data: the copy below refuses it
+                    if type(k1) is str and type(k2) is str and type(k3) is str:
+                        # exactly {"success": true} (an admission, or an empty success): its copy would
+                        # equal it and nothing of it is kept, so it is read as it is (size: its JSON text's)
+                        return self._advance_result(txn, result, 16)
                 try:  # anything else is copied as below (the same copy, size and refusals)
                     msg, size = _json_copy(data)
                 except Refusal as exc:

@@ -89,6 +89,24 @@ def test_open_shadow_roots_are_read_and_closed_ones_reported(page: Page, fixture
     assert page.evaluate("window.clicked") == "nested"
 
 
+SHADOW_HOST_NAMES = ["article", "aside", "blockquote", "body", "div", "footer", "h1", "h2", "h3", "h4", "h5", "h6",
+                     "header", "main", "nav", "p", "section", "span", "x-widget"]
+
+
+def test_an_open_shadow_root_on_every_valid_shadow_host_is_read(page: Page, fixtures_site: Site) -> None:
+    # The walk asks for a shadow root only on a tag that can host one (DOM Standard "valid shadow host
+    # name": the 18 names, or a custom element name; a customized built-in keeps its tag's name, a
+    # declarative root follows the same rule). Each host's open root is read, whether text is still being
+    # read or only elements are (a maxChars spent before the hosts).
+    r = open_page(page, fixtures_site, "shadow-hosts.html")
+    expected = {f"SH {n}" for n in SHADOW_HOST_NAMES} | {"SH declarative section", "SH customized p"}
+    for max_chars in (12000, 20):
+        snap = r.snapshot(max_chars=max_chars)
+        assert {e["label"] for e in snap["elements"] if e["role"] == "button"} == expected, max_chars
+    text = r.snapshot()["text"]
+    assert all(f"TX {n}" in text for n in SHADOW_HOST_NAMES), text
+
+
 # ---------------------------------------------------------------- frames
 
 

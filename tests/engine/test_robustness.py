@@ -348,3 +348,56 @@ def test_a_plain_python_request_over_the_cap_is_refused_like_its_json_text(reque
     step = make().begin(request_)
     assert step["response"]["error"]["code"] == "REQUEST_TOO_LARGE"
     assert step["response"]["error"] == make().begin(orjson.dumps(request_))["response"]["error"]
+
+
+@pytest.mark.parametrize("phase", ["authorize", "dispatch"])
+@pytest.mark.parametrize("key", ["transaction", "seq", "result"])
+def test_a_python_advance_with_a_str_subclass_key_is_refused_like_its_copy(phase: str, key: str) -> None:
+    """A ``{transaction, seq, result}`` dict one of whose own keys is a ``str`` subclass is not JSON data
+    (orjson: "Dict key must be str"): the general path refuses it INVALID_REQUEST, so the exact
+    ``{"success": true}`` fast path must too — it must not admit an authorization or complete a dispatch
+    on a message every other way of sending it is refused."""
+    from types import MappingProxyType
+
+    clock = lambda: 0.0  # noqa: E731  (audit.elapsedMs equal on both sides)
+    fast, general = make(clock=clock), make(clock=clock)
+    steps = [gw.begin(req("tabs.list")) for gw in (fast, general)]
+    if phase == "dispatch":
+        steps = [ok(gw, s) for gw, s in zip((fast, general), steps, strict=True)]
+    assert steps[0] == steps[1] and steps[0]["step"] == phase
+    message: dict[Any, Any] = {"transaction": steps[0]["transaction"], "seq": steps[0]["seq"]}
+    message["result"] = {"success": True}
+    message[_Key(key)] = message.pop(key)
+    answer = fast.advance(message)
+    assert answer == general.advance(MappingProxyType(message))
+    assert answer["step"] == "rejected" and answer["error"]["code"] == "INVALID_REQUEST"
+    assert fast.next() == general.next()  # the same pending step is still waiting on both
+
+
+class _Lying(dict[str, Any]):
+    """A dict subclass whose ``[]`` answers other than its contents (which orjson serialises as they are)."""
+
+    def __getitem__(self, key: str) -> Any:
+        value = super().__getitem__(key)
+        return "https://elsewhere.example/" if key == "url" else value
+
+
+def test_a_python_request_whose_params_are_a_dict_subclass_is_read_like_its_copy() -> None:
+    """``begin`` validates a plain dict request as it is only when its copy would be equal: a params
+    object of a dict subclass is serialised from its contents, so a subclass overriding ``[]`` (or ``in``,
+    or iteration) must take the copy's way — the URL the host is asked to authorize and navigate to is the
+    one the request's JSON text carries, as for any other Mapping."""
+    from types import MappingProxyType
+
+    request = {
+        "version": 1,
+        "id": 1,
+        "method": "tab.navigate",
+        "params": _Lying(tabId="A", url="https://ok.example/"),
+    }
+    clock = lambda: 0.0  # noqa: E731  (audit.elapsedMs equal on both sides)
+    fast, general, text = make(clock=clock), make(clock=clock), make(clock=clock)
+    step = fast.begin(request)
+    assert step == general.begin(MappingProxyType(request)) == text.begin(orjson.dumps(request))
+    assert step["step"] == "authorize"
+    assert step["request"]["params"]["url"] == "https://ok.example/"
