@@ -218,6 +218,18 @@ _results = st.one_of(
 )
 
 
+def _twin_gateways(phase: str) -> tuple[Gateway, Gateway, dict[str, Any]]:
+    """Two gateways on one clock (audit.elapsedMs equal on both), each with the same ``tabs.list``
+    transaction waiting at ``phase`` (``authorize`` or ``dispatch``); returns them and that pending step."""
+    clock = lambda: 0.0  # noqa: E731
+    fast, general = make(clock=clock), make(clock=clock)
+    steps = [gw.begin(req("tabs.list")) for gw in (fast, general)]
+    if phase == "dispatch":
+        steps = [ok(gw, s) for gw, s in zip((fast, general), steps, strict=True)]
+    assert steps[0] == steps[1] and steps[0]["step"] == phase
+    return fast, general, steps[0]
+
+
 @given(
     phase=st.sampled_from(["authorize", "dispatch"]),
     tid=st.sampled_from(["ok", "ok", "t999", 7, None]),
@@ -235,15 +247,10 @@ def test_a_python_advance_answers_exactly_what_its_copy_answers(
     leave the same pending step behind, and nothing the host edits afterwards may change the gateway."""
     from types import MappingProxyType
 
-    clock = lambda: 0.0  # noqa: E731  (audit.elapsedMs equal on both sides)
-    fast, general = make(clock=clock), make(clock=clock)
-    steps = [gw.begin(req("tabs.list")) for gw in (fast, general)]
-    if phase == "dispatch":
-        steps = [ok(gw, s) for gw, s in zip((fast, general), steps, strict=True)]
-    assert steps[0] == steps[1] and steps[0]["step"] == phase
+    fast, general, pending = _twin_gateways(phase)
     message = {
-        "transaction": steps[0]["transaction"] if tid == "ok" else tid,
-        "seq": steps[0]["seq"] if seq == "ok" else seq,
+        "transaction": pending["transaction"] if tid == "ok" else tid,
+        "seq": pending["seq"] if seq == "ok" else seq,
         ("result" if not other_key else "resuIt"): result,
     }
     answer = fast.advance(message)
@@ -254,7 +261,7 @@ def test_a_python_advance_answers_exactly_what_its_copy_answers(
             value.clear()
             value["edited"] = 1
     assert fast.next() == general.next()
-    assert fast.next(steps[0]["transaction"]) == general.next(steps[0]["transaction"])
+    assert fast.next(pending["transaction"]) == general.next(pending["transaction"])
 
 
 class _Int(enum.IntEnum):
@@ -359,13 +366,8 @@ def test_a_python_advance_with_a_str_subclass_key_is_refused_like_its_copy(phase
     on a message every other way of sending it is refused."""
     from types import MappingProxyType
 
-    clock = lambda: 0.0  # noqa: E731  (audit.elapsedMs equal on both sides)
-    fast, general = make(clock=clock), make(clock=clock)
-    steps = [gw.begin(req("tabs.list")) for gw in (fast, general)]
-    if phase == "dispatch":
-        steps = [ok(gw, s) for gw, s in zip((fast, general), steps, strict=True)]
-    assert steps[0] == steps[1] and steps[0]["step"] == phase
-    message: dict[Any, Any] = {"transaction": steps[0]["transaction"], "seq": steps[0]["seq"]}
+    fast, general, pending = _twin_gateways(phase)
+    message: dict[Any, Any] = {"transaction": pending["transaction"], "seq": pending["seq"]}
     message["result"] = {"success": True}
     message[_Key(key)] = message.pop(key)
     answer = fast.advance(message)
