@@ -161,9 +161,7 @@ def parse_tabs(result: JsonObject) -> list[JsonObject]:
 
     ``result`` is parsed JSON (the gateway's own copy), so its strings, integers and booleans are of
     exactly those types: one ``type(x) is T`` test each, no ``isinstance``."""
-    raw = result.get("tabs")
-    if type(raw) is not list:
-        raise malformed("get-tabs: missing or malformed field 'tabs'")
+    raw = field(result, "tabs", list, "get-tabs")
     tabs: list[JsonObject] = []
     repair = jsonio.repair_surrogates
     for t in raw:
