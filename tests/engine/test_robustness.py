@@ -114,7 +114,7 @@ def test_any_renderer_result_completes_the_transaction(value: Any) -> None:
         env = out["response"]
         if not env["success"]:
             assert env["mayHaveCompleted"] is (request["method"] == "tab.navigate")
-        gw._reconcile.clear()
+        gw._ledger.reconcile.clear()
 
 
 @pytest.mark.parametrize("bad", [None, 1, "x", [], {"transaction": 1, "seq": 1, "result": {}},
