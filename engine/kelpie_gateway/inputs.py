@@ -284,7 +284,7 @@ def read_cancel(data: Any) -> tuple[str, str]:
     if not isinstance(msg, dict) or set(msg) != {"transaction", "reason"}:
         raise Refusal("INVALID_REQUEST", _CANCEL_SHAPE)
     tid, reason = msg["transaction"], msg["reason"]
-    if not isinstance(tid, str) or reason not in CANCEL_CODES:
+    if not isinstance(tid, str) or not isinstance(reason, str) or reason not in CANCEL_CODES:
         raise Refusal("INVALID_REQUEST", _CANCEL_SHAPE)
     return tid, reason
 

@@ -134,9 +134,9 @@ def failure_of(result: JsonObject) -> tuple[str, str]:
     code = err.get("code") if isinstance(err, dict) else None
     message = err.get("message") if isinstance(err, dict) else None
     text = message if isinstance(message, str) and message else "the renderer reported a failure"
-    if code not in PASSTHROUGH_CODES:
+    if not isinstance(code, str) or code not in PASSTHROUGH_CODES:  # (an array is no code: not hashable)
         return "RENDERER_FAILED", f"{text} (renderer code {code!r})" if code is not None else text
-    return str(code), text
+    return code, text
 
 
 def malformed(message: str) -> Refusal:

@@ -585,3 +585,36 @@ def test_the_fast_advance_reader_answers_what_the_general_reader_answers(message
     is the authority: the same kind, id, seq and result type for type, the same refusal."""
     for value in _text_forms(message):
         assert _same_reading(_answer(inputs.fast_advance, value), _answer(inputs.read_advance, value)), value
+
+
+@given(
+    tid=st.sampled_from(["t1", "é", "t\ud800", _Key("t1"), 1, None, ["t1"]]),
+    reason=st.sampled_from(["timeout", "cancelled", "renderer-closed", "nope", _Key("timeout"), [], {}, None]),
+    keys=st.sampled_from([("transaction", "reason"), (_Key("transaction"), "reason"), ("transaction", "why")]),
+    extra=st.booleans(),
+)
+@settings(max_examples=examples(300), deadline=None)
+def test_the_fast_cancel_reader_answers_what_the_general_reader_answers(
+    tid: Any, reason: Any, keys: tuple[Any, Any], extra: bool
+) -> None:
+    """``inputs.fast_cancel`` reads a dict of plain strings as it is; ``inputs.read_cancel`` is the
+    authority: the same ``(transaction, reason)`` type for type, or the same refusal."""
+    message: dict[Any, Any] = {keys[0]: tid, keys[1]: reason}
+    if extra:
+        message["x"] = 1
+    for value in _text_forms(message):
+        assert _same_reading(_answer(inputs.fast_cancel, value), _answer(inputs.read_cancel, value)), value
+
+
+def test_a_cancel_whose_reason_is_an_array_or_object_is_refused_invalid_request() -> None:
+    """Regression (issue 26's review of reading host input): a reason that was an array or an object reached
+    ``reason in CANCEL_CODES`` and raised (unhashable), so the cancel was answered INTERNAL. Guards: it is
+    INVALID_REQUEST like any other bad reason, as text or as a dict, and the pending step is untouched."""
+    gw = make()
+    step = gw.begin(req("tabs.list"))
+    for reason in ([], {}, ["timeout"]):
+        for message in ({"transaction": step["transaction"], "reason": reason},
+                        json.dumps({"transaction": step["transaction"], "reason": reason})):
+            answer = gw.cancel(message)
+            assert answer["step"] == "rejected" and answer["error"]["code"] == "INVALID_REQUEST", answer
+    assert gw.next() == step

@@ -119,3 +119,17 @@ def test_engine_bounds_element_strings_even_if_a_renderer_does_not() -> None:
     out = response(ok(gw, step, value=value))["result"]
     assert len(out["elements"][0]["tag"]) == 128 and len(out["elements"][0]["label"]) == 500
     assert out["truncated"] is True
+
+
+
+def test_a_renderer_error_code_that_is_not_a_string_is_renderer_failed() -> None:
+    """Regression (issue 26's review of result reading): a renderer failure whose ``error.code`` was an array
+    raised (unhashable) while its code was looked up, so the transaction completed INTERNAL. Guards: any
+    code that is not a string of the pass-through set is RENDERER_FAILED, naming what the renderer said."""
+    gw = make()
+    for code in ([1], {"a": 1}, 7):
+        step = admit(gw, gw.begin(req("tabs.list")))
+        failed = {"success": False, "error": {"code": code, "message": "boom"}}
+        out = response(gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": failed}))
+        assert out["error"]["code"] == "RENDERER_FAILED" and out["mayHaveCompleted"] is False, out
+        assert out["error"]["message"] == f"boom (renderer code {code!r})"
