@@ -1,6 +1,6 @@
 """The Python API's :class:`Gateway` (CONTRACT.md §11): the coordinator plus the MCP frontend.
 
-:class:`~kelpie_gateway.gateway.GatewayCore` holds lanes, BUSY, admission and the step protocol and knows no
+:class:`~kelpie_gateway.gateway.GatewayCore` holds lanes, BUSY and the step protocol and knows no
 wire format but canonical JSON; :mod:`kelpie_gateway.mcp` translates JSON-RPC on top of it. This class joins
 the two so ``gw.begin_mcp`` exists as the contract names it, without the coordinator importing MCP.
 """

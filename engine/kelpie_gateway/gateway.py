@@ -4,19 +4,21 @@ One gateway per browser (or profile). It performs no I/O: it hands the host *ste
 host's results. :class:`GatewayCore` decides *which* event to fire; the graph itself lives in
 :mod:`kelpie_gateway.transaction` (every state and transition, and only there).
 
-Where everything else went (one responsibility per module):
+Where everything else went (one responsibility per module; issue 26 carved ``inputs``, ``admission``,
+``ledger``, ``audit`` and ``steps`` out of this module, and ref issuing into ``refs``):
 
 ==========================  ==========================================================================
 module                      owns
 ==========================  ==========================================================================
 ``api``                     the public :class:`~kelpie_gateway.Gateway` = this coordinator + ``begin_mcp``
 ``mcp``                     the MCP frontend (JSON-RPC in/out); depends on this module, never the reverse
-``inputs``                  reading host input once: per entry point a fast recogniser and the general
-                            reader it must agree with (parsing, copies, caps, the message shapes)
+``inputs``                  reading host input once: per entry point a fast reader for the usual input
+                            that falls back to the general reader it must agree with (parsing, copies,
+                            caps, the message shapes)
 ``admission``               the guards before a lane and before each dispatch (catalog, extensions,
                             pinned tab, refs, closed tabs, RECONCILE_REQUIRED), raising ``Refusal``
 ``ledger``                  tab knowledge: closed tabs, reconcile marks, recent mutations; applying what
-                            a shaped result taught
+                            a shaped result taught (a snapshot's refs issued by ``refs``)
 ``audit``                   the one builder of the ``audit`` record (and the params digest)
 ``steps``                   the ``complete`` step and the Python caller's copies of pending steps
 ``transaction``             every state and transition (the table)
@@ -430,9 +432,7 @@ class GatewayCore:
         txn.fire(event)
         txn.seq += 1
         txn.dispatches += 1
-        txn.closes = (
-            self._ledger.closes
-        )  # tabs reported gone from here on are gone for this dispatch's result
+        txn.closes = self._ledger.closes  # tabs reported gone from here on are gone for its result
         timeout = txn.request["params"].get("timeoutMs", TIMEOUT_DEFAULT_MS)
         txn.deadline = self._clock() + timeout / 1000.0
         step = txn.pending = {
