@@ -30,12 +30,14 @@ from .reader import (
     scroll_script,
 )
 from .schema import NATIVE_ENDPOINTS
+from .version import __version__
+from .version import __version__ as VERSION
 
-__version__ = "0.1.0"
 __all__ = [
     "MCP_PROTOCOL_VERSIONS",
     "MCP_STATELESS_VERSIONS",
     "NATIVE_ENDPOINTS",
+    "VERSION",
     "WORLD_NAME",
     "Gateway",
     "GatewayConfigError",
@@ -74,4 +76,7 @@ without shipping the bundle again; where the world does not hold it, nothing run
 true of its value, and the host evaluates the whole script instead (docs/reader.md "Loading the bundles").
 ``mcp_http_refusal(body, headers)``: the HTTP-only MCP rules (``MCP-Protocol-Version``, ``Mcp-Method`` and
 ``Mcp-Name`` agree with the body, CONTRACT.md §7 v1.1) a host serving ``/mcp`` checks before ``begin_mcp``:
-``None``, or ``{"httpStatus", "response"}`` to send instead."""
+``None``, or ``{"httpStatus", "response"}`` to send instead.
+``VERSION`` (``__version__``, the same string): the package version, written once in
+``kelpie_gateway/version.py``; the C library's ``kelpie_browser_gateway_version()``, ``--version`` and MCP's
+``serverInfo.version`` all report it (docs/engine.md "The version")."""

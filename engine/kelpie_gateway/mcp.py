@@ -77,6 +77,7 @@ from .config import NAME_PATTERN
 from .errors import JsonObject, failure, success
 from .gateway import GatewayCore, Render
 from .schema import MAX_EXTENSION_TOOL_NAMES, METHODS, params_json_schema
+from .version import __version__
 
 PROTOCOL_VERSIONS: Final = ("2025-03-26", "2025-06-18", "2025-11-25")
 """Supported MCP handshake protocol versions, oldest first (CONTRACT.md §7; v1.1 adds ``2025-03-26``);
@@ -416,9 +417,8 @@ def _check_envelope(params: JsonObject) -> str:
 
 
 def server_info() -> JsonObject:
-    """``{name, title, version}`` of this server (``initialize``'s ``serverInfo``, the stateless stamp)."""
-    from . import __version__
-
+    """``{name, title, version}`` of this server (``initialize``'s ``serverInfo``, the stateless stamp);
+    ``version`` is :mod:`kelpie_gateway.version`'s."""
     return {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__}
 
 

@@ -213,3 +213,24 @@ def test_every_mutating_method_declares_itself_in_the_tool_description() -> None
     for name, method in METHODS.items():
         if name != "extension.call":
             assert f"- {name} ({'mutates' if method.mutates else 'read-only'})" in description
+
+
+def test_server_info_reports_the_one_version() -> None:
+    """Guards the version written in two places (issue 26: ``__init__`` held it and ``mcp`` imported it
+    from the package, an import cycle): ``serverInfo.version`` in both eras is ``kelpie_gateway.VERSION``,
+    which is what the installed distribution's metadata says (pyproject.toml reads ``version.py``)."""
+    import importlib.metadata
+
+    import kelpie_gateway
+
+    gw = Gateway({})
+    init = response(gw.begin_mcp(rpc(1, "initialize", {"protocolVersion": "2025-11-25"})))
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    found = response(gw.begin_mcp(rpc(2, "server/discover", {"_meta": meta})))
+    stamp = found["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]
+    installed = importlib.metadata.version("kelpie-browser-gateway")
+    assert init["result"]["serverInfo"]["version"] == found["result"]["serverInfo"]["version"] == installed
+    assert stamp["version"] == kelpie_gateway.VERSION == kelpie_gateway.__version__ == installed

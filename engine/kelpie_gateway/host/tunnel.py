@@ -61,7 +61,7 @@ import aiohttp
 import orjson
 from yarl import URL
 
-from kelpie_gateway import __version__
+from kelpie_gateway import VERSION
 from kelpie_gateway.host.driver import Abandon, Caller, Driver
 
 JsonObject = dict[str, Any]
@@ -382,7 +382,7 @@ class Tunnel:
                 "clientInfo": {
                     "name": "kelpie-gateway",
                     "title": "Kelpie browser gateway",
-                    "version": __version__,
+                    "version": VERSION,
                 },
             },
         )
