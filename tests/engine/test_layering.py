@@ -146,10 +146,27 @@ def test_host_uses_only_the_public_api() -> None:
         for module, names, line in _imports(path, "kelpie_gateway.host"):
             where = f"host/{path.name}:{line}"
             if module == "kelpie_gateway":
-                private = [n for n in names if n not in public]
-                assert not private, f"{where} imports {private}, not in kelpie_gateway.__all__"
+                private = [n for n in names if n not in public or n.startswith("_")]
+                assert not private, f"{where} imports {private}, not in kelpie_gateway.__all__ (or a dunder)"
             elif module.startswith("kelpie_gateway") and not module.startswith("kelpie_gateway.host"):
                 raise AssertionError(f"{where} imports the engine's private module {module}")
+
+
+def test_host_transports_build_json_rpc_errors_with_the_one_builder() -> None:
+    """Guards the hand-built JSON-RPC error objects of the host transports (issue 26: eight of them in
+    server.py, tunnel.py and driver.py): a dict display with a ``jsonrpc`` key whose ``error`` is itself a
+    dict display is an error built by hand; the host calls ``kelpie_gateway.jsonrpc_error`` instead
+    (passing an engine error on under another id is not building one)."""
+    host_files = sorted((PACKAGE / "host").glob("*.py"))
+    for path in host_files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Dict):
+                continue
+            keys = {
+                k.value: v for k, v in zip(node.keys, node.values, strict=True) if isinstance(k, ast.Constant)
+            }
+            built = "jsonrpc" in keys and isinstance(keys.get("error"), ast.Dict)
+            assert not built, f"host/{path.name}:{node.lineno} builds a JSON-RPC error by hand"
 
 
 def test_public_api_names_exist() -> None:

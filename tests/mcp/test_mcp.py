@@ -234,3 +234,24 @@ def test_server_info_reports_the_one_version() -> None:
     installed = importlib.metadata.version("kelpie-browser-gateway")
     assert init["result"]["serverInfo"]["version"] == found["result"]["serverInfo"]["version"] == installed
     assert stamp["version"] == kelpie_gateway.VERSION == kelpie_gateway.__version__ == installed
+
+
+def test_the_public_json_rpc_error_builder_is_the_engines() -> None:
+    """``kelpie_gateway.jsonrpc_error``, what every host transport answers its own failures with, builds
+    what the engine's frontend answers: the same object for the same error, valid for the official SDK
+    (a ``null`` id when the request's is not known), ``kelpie`` as ``data.code`` beside ``data``."""
+    from kelpie_gateway import jsonrpc_error
+
+    engine = response(Gateway({}).begin_mcp(b"{"))
+    assert jsonrpc_error(None, -32700, engine["error"]["message"], "INVALID_JSON") == engine
+    plain = jsonrpc_error(None, -32600, "only POST is supported on /mcp")
+    assert plain == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": plain["error"]["message"]},
+    }
+    types.JSONRPCError.model_validate(plain)
+    rich = jsonrpc_error(7, -32022, "unsupported", "INVALID_REQUEST", {"supported": ["2026-07-28"]})
+    assert rich["id"] == 7
+    assert rich["error"]["data"] == {"supported": ["2026-07-28"], "code": "INVALID_REQUEST"}
+    types.JSONRPCError.model_validate(rich)
