@@ -82,10 +82,12 @@ def c_string(text: str) -> str:
 
 
 def project_version() -> str:
-    """``kelpie_gateway.__version__`` (the one place the version is written)."""
-    text = (ENGINE / "__init__.py").read_text()
+    """``kelpie_gateway.version.__version__`` (the one place the version is written), read as text."""
+    text = (ENGINE / "version.py").read_text()
     match = re.search(r'^__version__\s*=\s*"([^"]+)"', text, re.M)
-    return match.group(1) if match else "0.0.0"
+    if match is None:
+        raise SystemExit(f"build_abi: no __version__ = \"X.Y.Z\" line in {ENGINE / 'version.py'}")
+    return match.group(1)
 
 
 def _requirement_closure(roots: list[str]) -> list[importlib.metadata.Distribution]:

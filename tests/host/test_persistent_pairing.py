@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from host_testlib import Host
+from kelpie_gateway import VERSION
 from kelpie_gateway.host.launch import HostProcess
 from stdio_testlib import KELPIE
 
@@ -172,7 +173,7 @@ def test_module_entry_point_and_version() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "kelpie_gateway", "--version"], capture_output=True, text=True, timeout=60
     )
-    assert done.returncode == 0 and done.stdout.startswith("kelpie-gateway 0.")
+    assert done.returncode == 0 and done.stdout.startswith(f"kelpie-gateway {VERSION} (")
     for command in ("serve", "mcp"):
         again = subprocess.run(
             [str(KELPIE), command, "--version"], capture_output=True, text=True, timeout=60

@@ -50,6 +50,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kelpie_gateway import jsonrpc_error
 from kelpie_gateway.host.audit import AuditLog
 from kelpie_gateway.host.browser import Renderer, fail
 
@@ -588,9 +589,5 @@ def _printable(value: object, limit: int = 80) -> str:
 
 def _host_failure(message: str, mcp: bool) -> JsonObject:
     """A complete step for a host-side failure: JSON-RPC -32603 or an INTERNAL envelope (errors are values)."""
-    response: JsonObject = (
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": message}}
-        if mcp
-        else _internal_envelope(message)
-    )
+    response: JsonObject = jsonrpc_error(None, -32603, message) if mcp else _internal_envelope(message)
     return {"step": "complete", "response": response, "audit": {}}

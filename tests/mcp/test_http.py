@@ -1,6 +1,6 @@
-"""``kelpie_gateway.mcp_http_refusal``: the HTTP-only rules of the stateless revision (CONTRACT.md §7 v1.1),
-as a pure function — the cases the raw HTTP tests (tests/host/test_mcp_stateless_http.py) cannot reach
-through an HTTP client library."""
+"""``kelpie_gateway.mcp_http_refusal`` (``kelpie_gateway.mcp.http``): the HTTP-only rules of the stateless
+revision (CONTRACT.md §7 v1.1), as a pure function — the cases the raw HTTP tests
+(tests/host/test_mcp_stateless_http.py) cannot reach through an HTTP client library."""
 
 from __future__ import annotations
 
