@@ -2,7 +2,10 @@
 
 The JavaScript lives as committed sources in ``kelpie_gateway/js/``. A *bundle* is one JavaScript
 function expression, ``(async function kelpieReader(P) { … })``, assembled from ``prelude.js``,
-``core.js`` and one entry file. ``tools/gen_reader.py`` (build step ``tools/build.d/20-reader.sh``) writes
+``core.js`` and one entry file (``snapshot.js``, ``click.js``, …). ``prelude.js`` and ``core.js`` are not
+files: each is the concatenation, in file-name order, of the parts in ``js/prelude/`` and ``js/core/``
+(one section of the reader per part, docs/reader.md "Source map"; :func:`source_parts`), so a bundle
+reads exactly as if each were one file. ``tools/gen_reader.py`` (build step ``tools/build.d/20-reader.sh``) writes
 the bundles to ``build/generated/js/`` with a digest of their sources; at run time this module uses a
 built bundle whose digest matches the committed sources and otherwise assembles the very same bundle in
 memory with the same function (:func:`assemble_bundle`), so the two can never differ.
@@ -58,6 +61,7 @@ __all__ = [
     "preload_script",
     "scroll_script",
     "snapshot_script",
+    "source_parts",
     "sources_digest",
     "type_script",
     "write_bundles",
@@ -70,6 +74,8 @@ MAX_TEXT_CODE_POINTS: Final = 200000
 
 JS_DIR: Final = Path(__file__).resolve().parent / "js"
 BUILD_DIR: Final = Path(__file__).resolve().parents[2] / "build" / "generated" / "js"
+#: Sources every bundle starts with, in this order; each is assembled from its folder of parts
+#: (``prelude.js`` from ``js/prelude/*.js``, ``core.js`` from ``js/core/*.js``; :func:`source_parts`).
 COMMON_SOURCES: Final = ("prelude.js", "core.js")
 #: bundle name -> entry source file. "names" is test-only (accessible name of CSS-selected elements).
 BUNDLES: Final[Mapping[str, str]] = {
@@ -89,12 +95,28 @@ _KEY_RE: Final = re.compile(r"[0-9a-f]{32}")
 _HANDLE_RE: Final = re.compile(r"[0-9a-f]{16}-[0-9a-z]{1,13}")
 
 
+def source_parts(name: str) -> tuple[str, ...]:
+    """The files (paths relative to ``js/``) whose concatenation is source `name`: for a common source
+    (:data:`COMMON_SOURCES`) the ``.js`` parts of its folder in file-name order, else the file itself.
+    Raises FileNotFoundError when a common source's folder holds no part (a broken install must not
+    assemble a reader without its core)."""
+    if name not in COMMON_SOURCES:
+        return (name,)
+    folder = name.removesuffix(".js")
+    parts = tuple(f"{folder}/{p.name}" for p in sorted((JS_DIR / folder).glob("*.js"), key=lambda p: p.name))
+    if not parts:
+        raise FileNotFoundError(f"no reader sources in {JS_DIR / folder}")
+    return parts
+
+
 def _source_text(name: str) -> str:
-    return (JS_DIR / name).read_text(encoding="utf-8")
+    return "".join((JS_DIR / part).read_text(encoding="utf-8") for part in source_parts(name))
 
 
 def sources_digest() -> str:
-    """SHA-256 (hex) over every committed JS source, in a fixed order; names a bundle generation."""
+    """SHA-256 (hex) over every committed JS source, in a fixed order; names a bundle generation. A
+    common source counts as the one text its parts make (:func:`source_parts`), so how the parts are
+    cut does not change the digest, only what they say does."""
     h = hashlib.sha256()
     for name in (*COMMON_SOURCES, *sorted(set(BUNDLES.values()))):
         h.update(name.encode())

@@ -26,6 +26,17 @@ def test_build_step_writes_exactly_the_in_memory_bundles(tmp_path: Path) -> None
         assert rest.rstrip("\n") == reader.assemble_bundle(name) == reader.bundle(name)
 
 
+def test_every_part_of_the_shared_sources_ends_with_a_newline() -> None:
+    """Guards the assembly of prelude.js and core.js from their parts (js/prelude/, js/core/): a part
+    without a final newline would run its last line into the next part's first (a trailing ``//``
+    comment would silently swallow that line)."""
+    for name in reader.COMMON_SOURCES:
+        parts = reader.source_parts(name)
+        assert len(parts) > 1 and list(parts) == sorted(parts), name
+        for part in parts:
+            assert (reader.JS_DIR / part).read_text(encoding="utf-8").endswith("\n"), part
+
+
 def test_hostile_text_is_one_inert_ascii_json_literal() -> None:
     text = "\"'`</script><!-- ${x} \\u0022 \u2028\u2029 \U0001f600 \ud800 & >"
     script = reader.type_script(KEY, "0123456789abcdef-1a", text)
