@@ -48,6 +48,7 @@ __all__ = [
     "WARM_UP",
     "WORLD_NAME",
     "assemble_bundle",
+    "assemble_entry",
     "bundle",
     "bundle_missing",
     "bundle_slot",
@@ -77,13 +78,13 @@ BUILD_DIR: Final = Path(__file__).resolve().parents[2] / "build" / "generated" /
 #: Sources every bundle starts with, in this order; each is assembled from its folder of parts
 #: (``prelude.js`` from ``js/prelude/*.js``, ``core.js`` from ``js/core/*.js``; :func:`source_parts`).
 COMMON_SOURCES: Final = ("prelude.js", "core.js")
-#: bundle name -> entry source file. "names" is test-only (accessible name of CSS-selected elements).
+#: bundle name -> entry source file (in ``js/``). Only what hosts run ships here; a script of the
+#: tests' own (tests/browser/js/) is assembled on the same prelude and core with :func:`assemble_entry`.
 BUNDLES: Final[Mapping[str, str]] = {
     "snapshot": "snapshot.js",
     "click": "click.js",
     "type": "type.js",
     "selector-snapshot": "selector_snapshot.js",
-    "names": "names.js",
     "focus": "focus.js",
     "fill": "fill.js",
     "scroll": "scroll.js",
@@ -134,10 +135,19 @@ def assemble_bundle(name: str) -> str:
     Raises KeyError for an unknown bundle name.
     """
     entry = BUNDLES[name]
+    return assemble_entry(name, entry, _source_text(entry))
+
+
+def assemble_entry(name: str, source: str, text: str) -> str:
+    """A bundle made of the shared sources and the entry `text` (which defines ``async function main(P)``),
+    exactly as :func:`assemble_bundle` makes the bundles of :data:`BUNDLES`: `name` and `source` (the
+    entry's file name) only label it. For a script that is not one of this package's (a test's own entry
+    on the same reader); call the result as ``<bundle>(<js_literal(params)>)``."""
     parts = [f"// Kelpie fixed reader bundle {name!r}: generated from kelpie_gateway/js, never edited."]
     parts.append('(async function kelpieReader(P) {\n"use strict";')
-    for source in (*COMMON_SOURCES, entry):
-        parts.append(f"// ---- {source}\n{_source_text(source)}")
+    for common in COMMON_SOURCES:
+        parts.append(f"// ---- {common}\n{_source_text(common)}")
+    parts.append(f"// ---- {source}\n{text}")
     parts.append("return await guard(main);\n})")
     return "\n".join(parts)
 
@@ -149,8 +159,9 @@ def _built_path(name: str) -> Path:
 def write_bundles(out_dir: Path | None = None) -> list[Path]:
     """Write every bundle to `out_dir` (default build/generated/js), each headed by the sources digest.
 
-    Idempotent: files whose content is already current are left untouched. Returns the paths written
-    or kept.
+    Idempotent: files whose content is already current are left untouched; a bundle an earlier build
+    wrote there under a name no longer in :data:`BUNDLES` (a ``.js`` file headed by the digest mark) is
+    removed. Returns the paths written or kept.
     """
     target = out_dir or BUILD_DIR
     target.mkdir(parents=True, exist_ok=True)
@@ -162,6 +173,9 @@ def write_bundles(out_dir: Path | None = None) -> list[Path]:
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
         written.append(path)
+    for path in sorted(target.glob("*.js")):
+        if path not in written and path.read_text(encoding="utf-8").startswith(DIGEST_MARK):
+            path.unlink()
     return written
 
 
@@ -539,8 +553,3 @@ def collect_browser_selector_snapshot_expression(options: Mapping[str, Any] | No
         ),
     }
     return _script("selector-snapshot", params)
-
-
-def accessible_names_script(selectors: list[str]) -> str:
-    """Test-only: an expression whose value lists the reader's `label` naming of each selector's element."""
-    return _script("names", {"selectors": list(selectors)})

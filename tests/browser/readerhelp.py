@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
+from pathlib import Path
 from typing import Any
 
 from hostworld import HostWorld
@@ -14,6 +16,22 @@ ELEMENT_FIELDS = {"handle", "tag", "role", "label"}
 OPTIONAL_FIELDS = {"type", "level", "states", "url", "unreadable", "frame", "shadow", "text"}
 STATES = {"checked", "mixed", "selected", "expanded", "collapsed", "pressed", "disabled", "readonly", "required",
           "invalid", "offscreen"}
+
+
+TEST_JS = Path(__file__).resolve().parent / "js"
+
+
+@functools.cache
+def _names_bundle() -> str:
+    text = (TEST_JS / "accessible_names.js").read_text(encoding="utf-8")
+    return reader.assemble_entry("names", "names.js", text)
+
+
+def accessible_names_script(selectors: list[str]) -> str:
+    """An expression whose value lists the reader's `label` naming (``accessibleName``, flattened, not yet
+    bounded) of the element each CSS selector matches, null where none does: the tests' own entry
+    ``js/accessible_names.js`` on the package's prelude and core (it never ships)."""
+    return f"{_names_bundle()}({reader.js_literal({'selectors': list(selectors)})})"
 
 
 def utf16_len(s: str) -> int:

@@ -14,8 +14,8 @@ from collections import defaultdict
 
 from conftest import CORPUS, Site
 from hostworld import HostWorld
-from kelpie_gateway import reader
 from playwright.sync_api import Page
+from readerhelp import accessible_names_script
 
 REQUIRED_SHARE = 0.97  # issue 12: the v1.1 reader keeps at least 97%
 
@@ -34,7 +34,7 @@ def test_accname_share(page: Page, corpus_sites: dict[str, Site]) -> None:
         by_file[path].extend(entry["cases"])
     for path, cases in by_file.items():
         page.goto(site.url(path), wait_until="load")
-        names = HostWorld(page).evaluate(reader.accessible_names_script([c["selector"] for c in cases]))
+        names = HostWorld(page).evaluate(accessible_names_script([c["selector"] for c in cases]))
         for case, name in zip(cases, names, strict=True):
             if "disputed" in case:
                 continue
