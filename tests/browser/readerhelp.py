@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from conftest import Site
 from hostworld import HostWorld
 from kelpie_gateway import reader
 from playwright.sync_api import Page
@@ -95,6 +96,20 @@ class Reader:
     def type(self, handle: str, text: str) -> dict[str, Any]:
         result: dict[str, Any] = self.world.evaluate(reader.type_script(self.key, handle, text))
         return result
+
+
+def open_page(page: Page, site: Site, name: str, host: str = "127.0.0.1") -> Reader:
+    """Load fixtures/pages/reader/`name` (served as `host`) and return a fresh gateway's Reader of it."""
+    page.goto(site.url(f"reader/{name}", host), wait_until="load")
+    return Reader(page)
+
+
+def refused(result: dict[str, Any], code: str, may_have_completed: bool) -> None:
+    """Assert a script's refusal value: exactly `{error: {code, message}, mayHaveCompleted}`."""
+    assert set(result) == {"error", "mayHaveCompleted"}, result
+    assert result["error"]["code"] == code, result
+    assert isinstance(result["error"]["message"], str) and result["error"]["message"]
+    assert result["mayHaveCompleted"] is may_have_completed, result
 
 
 def check_snapshot(snap: Any, max_chars: int, max_elements: int, fields: set[str] = ELEMENT_FIELDS) -> None:

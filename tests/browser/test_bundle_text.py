@@ -51,6 +51,9 @@ def test_the_package_ships_only_the_sources_of_its_bundles() -> None:
 
 
 def test_hostile_text_is_one_inert_ascii_json_literal() -> None:
+    """Guards parameter injection: page or client text (quotes, `</script>`, an HTML comment, U+2028/U+2029,
+    an astral character, a lone surrogate) enters a script only as one pure-ASCII JSON literal with `<`, `>`
+    and `&` escaped."""
     text = "\"'`</script><!-- ${x} \\u0022 \u2028\u2029 \U0001f600 \ud800 & >"
     script = reader.type_script(KEY, "0123456789abcdef-1a", text)
     prefix = f'{reader.LOADER}("{reader.bundle_slot("type")}", () => {reader.bundle("type")})('
@@ -78,11 +81,17 @@ def test_hostile_text_is_one_inert_ascii_json_literal() -> None:
     ],
 )
 def test_malformed_parameters_are_refused(call: object) -> None:
+    """Guards the script builders' ValueError for arguments the engine never passes: a malformed key or
+    handle, bounds out of range or boolean, empty text, unknown or out-of-range selector snapshot options."""
     with pytest.raises(ValueError):
         call()  # type: ignore[operator]
 
 
 def test_kept_script_shortens_only_this_builds_own_scripts() -> None:
+    """Guards the short form (reader.kept_script): only this build's own scripts are shortened, carrying their
+    parameter literal unchanged; another build's slot, another bundle text, an extra argument, a tail that is
+    not one JSON value, a literal nested deeper than json parses, a literal over the limit and a preload
+    script are not."""
     key, handle = "0123456789abcdef0123456789abcdef", "0123456789abcdef-1"
     scripts = {
         "snapshot": reader.snapshot_script(key, max_chars=100, max_elements=5),
