@@ -2,7 +2,7 @@
 
 The renderer is scripted by hand: what matters here is what the gateway decides — the cursor it issues,
 what it refuses before dispatch, how the next page joins the same snapshot, and which renderer answers
-are malformed. Real DOM behaviour is tested in tests/browser/test_reader_v11.py.
+are malformed. Real DOM behaviour is tested in tests/browser/ (test_continuation.py, test_states.py).
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ def elements(page: Page, site: Site, filler: str) -> tuple[list[dict[str, Any]],
 
 
 def test_elements_after_the_text_bound_are_those_of_a_full_walk(page: Page, fixtures_site: Site) -> None:
+    """Guards the walk past the text bound (issue 16): a read whose cases come after 14,000 characters of
+    filler lists exactly the elements of a read that meets them while still collecting text (module
+    docstring)."""
     eager, eager_snap = elements(page, fixtures_site, "after")
     lazy, lazy_snap = elements(page, fixtures_site, "before")
     assert not eager_snap["text"].startswith("filler") and lazy_snap["text"].startswith("filler")
@@ -46,8 +49,9 @@ def test_elements_after_the_text_bound_are_those_of_a_full_walk(page: Page, fixt
 
 
 def test_depth_bound_counts_only_rendered_levels_where_no_text_is_read(page: Page, fixtures_site: Site) -> None:
-    # Inside password-styled text nothing is read, so the walk descends there without styling elements;
-    # a tree past the depth bound still cuts (truncated) only when it is rendered, as a full walk does.
+    """Guards the depth cut where no text is read: inside password-styled text the walk descends without
+    styling elements, and a tree past the depth bound still cuts (truncated) only when it is rendered, as a
+    full walk does."""
     for deep, truncated in (("shown", True), ("hidden", False)):
         page.goto(fixtures_site.url(f"reader/settle-depth.html?deep={deep}"), wait_until="load")
         snap = Reader(page).snapshot()
@@ -69,12 +73,13 @@ def unreadable_tags(page: Page, site: Site, filler: str) -> tuple[list[str], lis
 
 
 def test_light_content_of_possible_shadow_hosts_is_read_as_node_by_node(page: Page, fixtures_site: Site) -> None:
-    # The reader decides whether a span/p has light content without touching its text nodes (textContent,
-    # docs/reader.md "Performance"); that must be the node-by-node rule: an element child or a Text node
-    # (nodeType 3) that is not only String.prototype.trim white space (NBSP, U+2003, U+FEFF, U+2028,
-    # U+3000 included). Boxes without such content are closed-shadow suspects; boxes sized by their
-    # content are not. In an XHTML frame a CDATA section is not a nodeType-3 Text node, so a span holding
-    # only one has no light content, as before. Read before the text bound and past it: the same answer.
+    """Guards the light-content test of closed-shadow suspects: the reader decides whether a span/p has light
+    content without touching its text nodes (textContent, docs/reader.md "Performance"); that must be the
+    node-by-node rule: an element child or a Text node (nodeType 3) that is not only String.prototype.trim
+    white space (NBSP, U+2003, U+FEFF, U+2028, U+3000 included). Boxes without such content are closed-shadow
+    suspects; boxes sized by their content are not. In an XHTML frame a CDATA section is not a nodeType-3 Text
+    node, so a span holding only one has no light content, as before. Read before the text bound and past it:
+    the same answer."""
     for filler in ("after", "before"):
         main, frame, listed = unreadable_tags(page, fixtures_site, filler)
         assert main == ["p", "span", "span", "span", "span"], filler  # empties, ws, comment, split; para
@@ -83,9 +88,9 @@ def test_light_content_of_possible_shadow_hosts_is_read_as_node_by_node(page: Pa
 
 
 def test_children_past_the_depth_bound_cut_where_no_text_is_read(page: Page, fixtures_site: Site) -> None:
-    # Where no text is read the walk steps over text and comment children without touching them, except
-    # past the depth bound, where any child node cuts (truncated) as in a walk that visits every node.
-    # The span sits at depth levels + 3; its comment and text one deeper; the bound is 1,500.
+    """Guards the step over text and comment children where no text is read: they are not touched, except past
+    the depth bound, where any child node cuts (truncated) as in a walk that visits every node. The span sits
+    at depth levels + 3; its comment and text one deeper; the bound is 1,500."""
     for levels, truncated in ((1496, False), (1497, True)):
         page.goto(fixtures_site.url(f"reader/settle-depth.html?levels={levels}"), wait_until="load")
         snap = Reader(page).snapshot()

@@ -19,14 +19,41 @@ KEY = "0123456789abcdef0123456789abcdef"
 
 
 def test_build_step_writes_exactly_the_in_memory_bundles(tmp_path: Path) -> None:
+    """Guards built == in-memory bundles, and that a bundle an earlier build wrote under a name that is no
+    longer a bundle (the tests' "names", once) is removed while other files stay."""
+    (tmp_path / "names.js").write_text(f"{reader.DIGEST_MARK}{'0' * 64}\n(async function () {{}})\n", "utf-8")
+    (tmp_path / "other.js").write_text("// not a bundle\n", "utf-8")
     subprocess.run([sys.executable, str(ROOT / "tools" / "gen_reader.py"), str(tmp_path)], check=True)
     for name in reader.BUNDLES:
         first, _, rest = (tmp_path / f"{name}.js").read_text(encoding="utf-8").partition("\n")
         assert first == reader.DIGEST_MARK + reader.sources_digest()
         assert rest.rstrip("\n") == reader.assemble_bundle(name) == reader.bundle(name)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{n}.js" for n in reader.BUNDLES] + ["other.js"])
+
+
+def test_every_part_of_the_shared_sources_ends_with_a_newline() -> None:
+    """Guards the assembly of prelude.js and core.js from their parts (js/prelude/, js/core/): a part
+    without a final newline would run its last line into the next part's first (a trailing ``//``
+    comment would silently swallow that line)."""
+    for name in reader.COMMON_SOURCES:
+        parts = reader.source_parts(name)
+        assert len(parts) > 1 and list(parts) == sorted(parts), name
+        for part in parts:
+            assert (reader.JS_DIR / part).read_text(encoding="utf-8").endswith("\n"), part
+
+
+def test_the_package_ships_only_the_sources_of_its_bundles() -> None:
+    """Guards the package's js/ against scripts no host runs (the tests' own accessible-names entry used to
+    ship there): every file is an entry of reader.BUNDLES or a part of a shared source."""
+    shipped = {p.relative_to(reader.JS_DIR).as_posix() for p in reader.JS_DIR.rglob("*") if p.is_file()}
+    parts = (part for name in reader.COMMON_SOURCES for part in reader.source_parts(name))
+    assert shipped == {*reader.BUNDLES.values(), *parts}
 
 
 def test_hostile_text_is_one_inert_ascii_json_literal() -> None:
+    """Guards parameter injection: page or client text (quotes, `</script>`, an HTML comment, U+2028/U+2029,
+    an astral character, a lone surrogate) enters a script only as one pure-ASCII JSON literal with `<`, `>`
+    and `&` escaped."""
     text = "\"'`</script><!-- ${x} \\u0022 \u2028\u2029 \U0001f600 \ud800 & >"
     script = reader.type_script(KEY, "0123456789abcdef-1a", text)
     prefix = f'{reader.LOADER}("{reader.bundle_slot("type")}", () => {reader.bundle("type")})('
@@ -54,11 +81,17 @@ def test_hostile_text_is_one_inert_ascii_json_literal() -> None:
     ],
 )
 def test_malformed_parameters_are_refused(call: object) -> None:
+    """Guards the script builders' ValueError for arguments the engine never passes: a malformed key or
+    handle, bounds out of range or boolean, empty text, unknown or out-of-range selector snapshot options."""
     with pytest.raises(ValueError):
         call()  # type: ignore[operator]
 
 
 def test_kept_script_shortens_only_this_builds_own_scripts() -> None:
+    """Guards the short form (reader.kept_script): only this build's own scripts are shortened, carrying their
+    parameter literal unchanged; another build's slot, another bundle text, an extra argument, a tail that is
+    not one JSON value, a literal nested deeper than json parses, a literal over the limit and a preload
+    script are not."""
     key, handle = "0123456789abcdef0123456789abcdef", "0123456789abcdef-1"
     scripts = {
         "snapshot": reader.snapshot_script(key, max_chars=100, max_elements=5),
