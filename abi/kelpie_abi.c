@@ -358,6 +358,18 @@ static void _kg_boot_run(void)
         PyStatus status;
         PyObject *path, *entry;
         char detail[1024];
+#ifdef KELPIE_ABI_MALLOC_ALLOCATOR
+        /* AddressSanitizer builds only (abi/build_abi.py --sanitize address): every Python object is its own
+           malloc block, so the sanitizer sees a freed object instead of a pymalloc arena. */
+        PyPreConfig pre;
+        PyPreConfig_InitIsolatedConfig(&pre);
+        pre.allocator = PYMEM_ALLOCATOR_MALLOC;
+        status = Py_PreInitialize(&pre);
+        if (PyStatus_Exception(status)) {
+            _kg_boot_fail("Py_PreInitialize", status.err_msg);
+            return;
+        }
+#endif
         PyConfig_InitIsolatedConfig(&config);
         config.install_signal_handlers = 0;
         config.site_import = 0;
