@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, Abi, compile_c, pkg_config_flags
 
 SECONDS = 4
 
@@ -103,3 +103,58 @@ def test_contract_and_hammer_under_address_sanitizer() -> None:
     out = hammer.stdout + hammer.stderr
     assert hammer.returncode == 0 and "result=OK" in hammer.stdout, out[-6000:]
     assert "AddressSanitizer" not in hammer.stderr, out[-6000:]
+
+
+BOOT_THREAD = r"""
+    /* The runtime is started by a thread that then ends; later threads (and main) keep using it. */
+    #include <pthread.h>
+    #include "kelpie_test_support.h"
+    static KelpieBrowserGatewayRef shared;
+    static int bad;
+    static int transaction(KelpieBrowserGatewayRef gw) {
+        kj_node *r = kt_run(gw, "{\"version\":1,\"method\":\"tabs.list\",\"params\":{}}", NULL, NULL);
+        int ok = !strcmp(kt_step(r), "complete") && kj_path(r, "response.success") &&
+                 kj_path(r, "response.success")->type == KJ_TRUE;
+        kj_free(r);
+        return ok;
+    }
+    static void *boot(void *arg) {
+        char *err = NULL;
+        (void)arg;
+        shared = kelpie_browser_gateway_create("{\"nativeMethods\":[\"get-tabs\"]}", &err);
+        if (!shared || !transaction(shared)) bad++;
+        return NULL;
+    }
+    static void *user(void *arg) {
+        (void)arg;
+        for (int i = 0; i < 50; i++) {
+            char *err = NULL;
+            KelpieBrowserGatewayRef own = kelpie_browser_gateway_create("{\"nativeMethods\":[\"get-tabs\"]}", &err);
+            if (!own || !transaction(own) || kelpie_browser_gateway_destroy(own) != KELPIE_GATEWAY_OK) bad++;
+            kj_free(kt_take(kelpie_browser_gateway_next(shared, NULL), "next"));
+        }
+        return NULL;
+    }
+    int main(void) {
+        pthread_t t[4];
+        pthread_create(&t[0], NULL, boot, NULL);
+        pthread_join(t[0], NULL);
+        for (int round = 0; round < 3; round++) {
+            for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, user, NULL);
+            for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+        }
+        if (!transaction(shared) || kelpie_browser_gateway_destroy(shared) != KELPIE_GATEWAY_OK) bad++;
+        printf("boot_thread: bad=%d\n", bad);
+        return bad != 0;
+    }
+"""
+
+
+def test_a_runtime_started_by_a_thread_that_ended_serves_every_later_thread(abi: Abi, tmp_path: Path) -> None:
+    """The first call of a process (which starts the interpreter and owns its first thread state) may come
+    from a host thread that then ends: later threads, first calls and main still get correct answers."""
+    c_dir = str(ROOT / "bindings" / "c")
+    flags = ["-I", c_dir, *pkg_config_flags(abi.pkgconfig), "-lpthread", "-lm"]
+    exe = compile_c(tmp_path, abi, BOOT_THREAD, "boot_thread", flags)
+    proc = subprocess.run([str(exe)], env={}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "boot_thread: bad=0" in proc.stdout, proc.stdout + proc.stderr
