@@ -175,6 +175,13 @@ def main() -> int:
     else:
         ap.add_argument("--prefix", required=True)
     ap.add_argument("--force", action="store_true")
+    ap.add_argument(
+        "--sanitize",
+        choices=("address", "thread"),
+        help="a checking build for tools/abi_stress (docs/c-abi.md, 'Stress'): -fsanitize=address (the embedded "
+        "interpreter then allocates with plain malloc, so a freed Python object is seen) or =thread; link "
+        "the host with the same flag. Never for an installed tree.",
+    )
     args = ap.parse_args()
 
     prefix = Path(args.prefix).resolve()
@@ -216,9 +223,13 @@ def main() -> int:
         "-I",
         str(HERE / "include"),
     ]
+    sanitize = [f"-fsanitize={args.sanitize}", "-fno-omit-frame-pointer"] if args.sanitize else []
+    if args.sanitize == "address":
+        sanitize.append("-DKELPIE_ABI_MALLOC_ALLOCATOR=1")
+    cflags += sanitize
     # The one recorded path: the rpath to the Python runtime's libpython (DT_RPATH, so LD_LIBRARY_PATH
     # cannot swap in another libpython3.11 such as Debian's).
-    ldflags = ["-shared", f"-L{py_libdir}", f"-l{py_lib}", "-lpthread", "-ldl"]
+    ldflags = ["-shared", *sanitize[:1], f"-L{py_libdir}", f"-l{py_lib}", "-lpthread", "-ldl"]
     if darwin:
         ldflags += [f"-Wl,-rpath,{py_libdir}", f"-Wl,-install_name,@rpath/{soname}"]
     else:
