@@ -1,9 +1,9 @@
-"""``ChromiumRenderer._new_page`` on a slow machine: a healthy page that takes longer than the patience to
+"""``Pages.new_page`` (``host/browser/pages.py``) on a slow machine: a healthy page that takes longer than the patience to
 be made is not mistaken for one born with a dead renderer, and the host's own close of a late answer never
 aborts the next attempt nor shows up as a tab.
 
 The race needs Chromium to answer ``new_page`` late on demand, which a real browser cannot be made to do;
-these tests drive the real ``_new_page`` code with a stand-in context whose pages are announced and answered
+these tests drive the real ``new_page`` code with a stand-in context whose pages are announced and answered
 on a schedule. The real-Chromium side (pages born dead right after every renderer was killed) is
 ``test_chaos.py::test_tabs_open_right_after_every_renderer_was_killed_is_usable_or_cleanly_refused``."""
 
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kelpie_gateway.host import browser
+from kelpie_gateway.host.browser import ChromiumRenderer, pages
 from stdio_testlib import run_async
 
 PATIENCE_S = 0.3
@@ -45,7 +45,7 @@ class StandInContext:
     """``new_page`` number i announces its page after ``announce[i]`` s and answers ``answer[i]`` s later."""
 
     def __init__(
-        self, renderer: browser.ChromiumRenderer, announce: list[float], answer: list[float]
+        self, renderer: ChromiumRenderer, announce: list[float], answer: list[float]
     ) -> None:
         self.renderer, self.announce, self.answer = renderer, announce, answer
         self.pages: list[StandInPage] = []
@@ -55,31 +55,46 @@ class StandInContext:
         page = StandInPage(f"P{i + 1}")
         self.pages.append(page)
         await asyncio.sleep(self.announce[i])
-        self.renderer._on_page(page)  # type: ignore[arg-type]  # the context's "page" event
+        self.renderer.pages.on_page(page)  # type: ignore[arg-type]  # the context's "page" event
         await asyncio.sleep(self.answer[i])
         return page
+
+
+class Closed:
+    """The renderer's event sink: records the tabs reported closed for good."""
+
+    def __init__(self, closed: list[str]) -> None:
+        self.closed = closed
+
+    def refs_invalidated(self, tab_id: str) -> None:
+        return None
+
+    def tab_closed(self, tab_id: str) -> None:
+        self.closed.append(tab_id)
+
+    def renderer_gone(self, tab_id: str | None) -> None:
+        return None
 
 
 def make(announce: list[float], answer: list[float]) -> tuple[Any, ...]:
     async def run() -> tuple[Any, ...]:
         logs: list[str] = []
         closed: list[str] = []
-        renderer = browser.ChromiumRenderer(
-            executable=None, on_invalidate=lambda _tab: None, log=logs.append, on_closed=closed.append
-        )
+        # No parts: nothing opens a CDP session on the stand-in pages; the tabs' own events still count.
+        renderer = ChromiumRenderer(executable=None, log=logs.append, parts=())
+        renderer.listen(Closed(closed))
         context = StandInContext(renderer, announce, answer)
-        renderer._context = context  # type: ignore[assignment]
-        renderer._start_session = lambda _tab: None  # type: ignore[method-assign]  # no CDP here
-        made = await renderer._new_page("a new tab")
+        renderer.lifecycle.context = context  # type: ignore[assignment]
+        made = await renderer.pages.new_page("a new tab")
         await asyncio.sleep(max(a + b for a, b in zip(announce, answer, strict=True)) + 0.2)  # late answers
-        return made, context.pages, dict(renderer._tabs), closed, logs
+        return made, context.pages, {tab.tab_id: tab for tab in renderer.pages}, closed, logs
 
     return run_async(run())  # type: ignore[no-any-return]
 
 
 @pytest.fixture(autouse=True)
 def short_patience(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(browser, "BIRTH_PATIENCE_S", PATIENCE_S)
+    monkeypatch.setattr(pages, "BIRTH_PATIENCE_S", PATIENCE_S)
 
 
 def test_a_page_announced_alive_but_answered_late_is_made_in_one_attempt() -> None:
