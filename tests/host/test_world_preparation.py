@@ -188,7 +188,7 @@ def sent_expressions(renderer: ChromiumRenderer, tab: str) -> list[str]:
     """Every ``Runtime.evaluate`` expression the tab's session sends from now on (a spy, in order)."""
     known = renderer.pages.get(tab)
     assert known is not None
-    session = World.of(known).cdp
+    session = known.cdp
     assert session is not None
     sent: list[str] = []
     send = session.send

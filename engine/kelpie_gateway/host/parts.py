@@ -4,7 +4,7 @@
 :data:`PARTS` is every part :class:`~kelpie_gateway.host.browser.ChromiumRenderer` installs, in the order it
 tells them the browser's events: the built-in endpoints, the dialogs, the isolated world, the site policy's
 routing, then the rich extensions. A new rich extension is one module under ``host/extensions/`` (a
-:class:`~kelpie_gateway.host.browser.part.Part` whose handlers carry their descriptors) and one line here.
+:class:`~kelpie_gateway.host.browser.chromium.Part` whose handlers carry their descriptors) and one line here.
 
 :func:`gateway_config` is the only place the host's gateway config is built: the base config, every part's
 extension descriptors, ``--read-only`` and the operator's extension filter. ``--config FILE`` is applied on
@@ -14,8 +14,8 @@ top by ``host/settings.py``.
 from __future__ import annotations
 
 from kelpie_gateway import NATIVE_ENDPOINTS
+from kelpie_gateway.host.browser.chromium import Part
 from kelpie_gateway.host.browser.endpoints import TabEndpoints
-from kelpie_gateway.host.browser.part import Part
 from kelpie_gateway.host.browser.routing import SiteRouting
 from kelpie_gateway.host.browser.world import World
 from kelpie_gateway.host.extensions.dialogs import Dialogs

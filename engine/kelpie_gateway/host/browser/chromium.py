@@ -3,40 +3,104 @@
 
 :class:`ChromiumRenderer` implements :class:`~kelpie_gateway.host.renderer.Renderer`. ``call(method,
 params)`` never raises: it returns the native result ``{"success": true, ...}`` or ``{"success": false,
-"error": {"code", "message"}}`` (CONTRACT.md §3, "Native endpoint results"). It is made of:
+"error": {"code", "message"}}`` (CONTRACT.md §3, "Native endpoint results"). It is made of the browser's
+lifecycle (``lifecycle.py``: launch, attach, relaunch, close), its tabs (``pages.py``: births, adoption,
+crash, revival, close) and the parts it is given.
 
-* the browser's lifecycle (``lifecycle.py``: launch, attach, relaunch, close);
-* its tabs (``pages.py``: births, adoption, crash, revival, close);
-* the parts it is given (``kelpie_gateway.host.parts.PARTS``: the built-in endpoints, the isolated world,
-  dialogs, the site policy's routing and the rich extensions), each of which registers its endpoints and
-  follows the tabs' events (``part.py``).
+A **part** (:class:`Part`) serves native endpoints and follows the browser's events. It declares each
+endpoint on the method that handles it, with :func:`endpoint`: a built-in endpoint by its method name
+(CONTRACT.md §3), an extension by its descriptor (CONTRACT.md §2: ``name``, ``method``, ``inputSchema``,
+``mutates`` …), so the descriptor and its handler stand side by side. The renderer installs the parts of
+``kelpie_gateway.host.parts.PARTS`` (the one list: the built-in endpoints, the dialogs, the isolated world,
+the site policy's routing, the rich extensions), registers their endpoints and tells them, in list order,
+the events of ``common.TabHooks`` (a context launched; a tab attached to a page, navigated, crashed,
+closed). Handlers may raise: ``call`` answers :class:`~kelpie_gateway.host.renderer.Refused` with its result
+and anything else as ``RENDERER_FAILED``.
 
 Browser events go to one sink, set with :meth:`ChromiumRenderer.listen` (the driver): refs invalidated on
 main-frame navigation, tab close and renderer crash; a tab closed for good; a renderer crash or the
 browser's exit. Faults (CONTRACT.md §5 v1.1, docs/host.md "Liveness"): a crashed tab is refused by every
 endpoint with nothing run until ``navigate`` revives it or ``close-tab`` closes it; a browser that exited
-is relaunched (or reattached) and :meth:`available` lets the next call wait for it; :meth:`stop_script`
-(CDP ``Runtime.terminateExecution``) and :meth:`close_target` end a script that never yields.
+is relaunched (or reattached) and :meth:`ChromiumRenderer.available` lets the next call wait for it;
+:meth:`~ChromiumRenderer.stop_script` (CDP ``Runtime.terminateExecution``) and
+:meth:`~ChromiumRenderer.close_target` end a script that never yields.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 
 from kelpie_gateway.host.renderer import Endpoint, JsonObject, Refused, RendererEvents, fail
 
+from .common import Tab, short
 from .lifecycle import Lifecycle
 from .pages import Pages
-from .part import Part, short
-from .world import World
 
 if TYPE_CHECKING:
     from kelpie_gateway.host.policy import RedirectGuard
+
+_MARK = "_kelpie_endpoint"
+H = TypeVar("H", bound=Callable[..., Awaitable[JsonObject]])
+
+
+def endpoint(spec: str | JsonObject) -> Callable[[H], H]:
+    """Mark a :class:`Part` method as the handler of a native endpoint: ``spec`` is the endpoint's method
+    name (a built-in endpoint) or an extension descriptor whose ``method`` names it."""
+
+    def mark(handler: H) -> H:
+        setattr(handler, _MARK, spec)
+        return handler
+
+    return mark
+
+
+class Part:
+    """A piece of the :class:`ChromiumRenderer`; see the module docstring. Subclasses mark their handlers with
+    :func:`endpoint` and override the event hooks they need (each does nothing by default)."""
+
+    descriptors: ClassVar[tuple[JsonObject, ...]] = ()
+    """The extension descriptors the part serves, in declaration order (what the gateway config lists)."""
+    handlers: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """``(native method, attribute)`` of each marked handler, in declaration order."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        marked: dict[str, str | JsonObject] = {}
+        for klass in reversed(cls.__mro__):
+            for attr, value in vars(klass).items():
+                spec = getattr(value, _MARK, None)
+                if spec is not None:
+                    marked[attr] = spec
+        cls.handlers = tuple((s if isinstance(s, str) else str(s["method"]), a) for a, s in marked.items())
+        cls.descriptors = tuple(s for s in marked.values() if not isinstance(s, str))
+
+    def __init__(self, renderer: ChromiumRenderer) -> None:
+        self.renderer = renderer
+
+    def endpoints(self) -> dict[str, Endpoint]:
+        """``{native method: bound handler}`` for the renderer to register."""
+        return {method: getattr(self, attr) for method, attr in self.handlers}
+
+    async def launched(self, context: BrowserContext) -> None:
+        """A browser context is new (before any tab of it is adopted)."""
+
+    def attached(self, tab: Tab) -> None:
+        """``tab`` has a new page (adopted, or revived after a crash), before it navigates."""
+
+    def navigated(self, tab: Tab) -> None:
+        """``tab``'s main frame navigated (``tab.generation`` already bumped)."""
+
+    def crashed(self, tab: Tab) -> None:
+        """``tab``'s renderer crashed (``tab.crashed`` already set)."""
+
+    def closed(self, tab: Tab) -> None:
+        """``tab`` is gone: closed by anyone, or gone with its browser."""
+
 
 P = TypeVar("P", bound=Part)
 
@@ -194,10 +258,8 @@ class ChromiumRenderer:
         return self.lifecycle.available()
 
     async def stop_script(self, tab_id: str | None) -> bool:
-        """CDP ``Runtime.terminateExecution`` on ``tab_id``'s target (the isolated world's); False when there
-        is no such live tab."""
-        world = self.part(World)
-        return await world.stop_script(tab_id) if world is not None else False
+        """CDP ``Runtime.terminateExecution`` on ``tab_id``'s target; False when there is no such live tab."""
+        return await self.pages.stop_script(tab_id)
 
     async def close_target(self, tab_id: str | None) -> bool:
         """Close ``tab_id``'s page without unload handlers (its renderer goes with it)."""

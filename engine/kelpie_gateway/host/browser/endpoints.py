@@ -29,7 +29,8 @@ from playwright.async_api import Error as PlaywrightError
 from kelpie_gateway import WORLD_NAME
 from kelpie_gateway.host.renderer import JsonObject, PageNotMade, fail
 
-from .part import Part, Tab, deadline, endpoint, playwright_timeout, quiet, short
+from .chromium import Part, endpoint
+from .common import Tab, deadline, playwright_timeout, quiet, short
 from .world import World
 
 FIRST_LAYOUT = "void (document.documentElement && document.documentElement.getBoundingClientRect())"

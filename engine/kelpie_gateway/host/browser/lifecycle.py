@@ -20,18 +20,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from kelpie_gateway.host.renderer import JsonObject, fail
 
-from .part import short
-
-if TYPE_CHECKING:
-    from .chromium import ChromiumRenderer
+from .common import TabHooks, short
+from .pages import Pages
 
 CHROMIUM_FLAGS = (
     "--no-sandbox",
@@ -56,12 +54,28 @@ def find_chromium(explicit: str | None) -> str | None:
     return None
 
 
+class LifecycleOwner(Protocol):
+    """What the lifecycle needs from its renderer."""
+
+    log: Callable[[str], None]
+
+    @property
+    def parts(self) -> Sequence[TabHooks]: ...
+
+    @property
+    def pages(self) -> Pages: ...
+
+    def spawn(self, aw: Awaitable[Any]) -> asyncio.Future[Any]: ...
+
+    def tell_gone(self, tab_id: str | None) -> None: ...
+
+
 class Lifecycle:
-    """The Playwright driver, the browser and its one context of a :class:`ChromiumRenderer`."""
+    """The Playwright driver, the browser and its one context of a renderer (``ChromiumRenderer``)."""
 
     def __init__(
         self,
-        renderer: ChromiumRenderer,
+        renderer: LifecycleOwner,
         *,
         executable: str | None,
         viewport: Mapping[str, int] | None,

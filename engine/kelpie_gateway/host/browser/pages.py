@@ -1,7 +1,7 @@
 """The tabs of the Chromium renderer: page births, adoption, navigation, crash, revival and close
 (docs/host.md "Native endpoints", "Liveness").
 
-* Tabs are Playwright pages of one browser context (:class:`~kelpie_gateway.host.browser.part.Tab`). Tab ids
+* Tabs are Playwright pages of one browser context (:class:`~kelpie_gateway.host.browser.common.Tab`). Tab ids
   are host strings (``t1``, ``t2`` …) that are never reused; every page the context opens becomes one
   (popups too), and the first one adopted is the selected tab.
 * ``generation`` is bumped on every main-frame navigation (new document or same-document) and on a renderer
@@ -20,16 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from playwright.async_api import Frame, Page
 
 from kelpie_gateway.host.renderer import PageNotMade, Refused, fail
 
-from .part import Tab, quiet
-
-if TYPE_CHECKING:
-    from .chromium import ChromiumRenderer
+from .common import Owner, Tab, quiet, short
 
 BIRTH_PATIENCE_S = 4.0
 """How long one attempt to make a page may take (a healthy one takes well under a second, even on a loaded
@@ -41,7 +38,7 @@ READY_PATIENCE_S = 5.0
 class Pages:
     """The renderer's tabs, by id and by page; see the module docstring."""
 
-    def __init__(self, renderer: ChromiumRenderer) -> None:
+    def __init__(self, renderer: Owner) -> None:
         self.renderer = renderer
         self._tabs: dict[str, Tab] = {}
         self._by_page: dict[int, Tab] = {}
@@ -201,6 +198,25 @@ class Pages:
         with contextlib.suppress(Exception):
             await old.close(run_before_unload=False)
         self.renderer.log(f"tab {tab.tab_id} recovered from its crash in a new page")
+
+    async def stop_script(self, tab_id: str | None) -> bool:
+        """CDP ``Runtime.terminateExecution`` on ``tab_id``'s target: ends the JavaScript running there
+        (the page's handler and the fixed script), through the tab's session or a new one. False when there
+        is no such live tab."""
+        tab = self.get(tab_id)
+        context = self.renderer.context
+        if tab is None or tab.crashed or context is None:
+            return False
+        try:
+            session = tab.cdp
+            if session is None:
+                session = await asyncio.wait_for(context.new_cdp_session(tab.page), 2.0)
+            await asyncio.wait_for(session.send("Runtime.terminateExecution"), 2.0)
+        except Exception as exc:
+            self.renderer.log(f"could not stop the script in tab {tab.tab_id}: {short(exc)}")
+            return False
+        self.renderer.log(f"stopped the script in tab {tab.tab_id} (Runtime.terminateExecution)")
+        return True
 
     async def close_target(self, tab_id: str | None) -> bool:
         """Close ``tab_id``'s page without unload handlers (its renderer goes with it)."""

@@ -14,7 +14,8 @@ import contextlib
 
 from playwright.async_api import BrowserContext, Page, Route
 
-from .part import Part, Tab
+from .chromium import Part
+from .common import Tab
 
 
 class SiteRouting(Part):

@@ -1,5 +1,5 @@
-"""The isolated world: the part that runs the gateway's fixed scripts (``browser-control-evaluate``) and stops
-a page's script (docs/host.md "Fixed scripts: one world per document"; CONTRACT.md §9).
+"""The isolated world: the part that runs the gateway's fixed scripts (``browser-control-evaluate``) in each
+document's world ``KelpieBrowserControl`` (docs/host.md "Fixed scripts: one world per document"; CONTRACT.md §9).
 
 * ``browser-control-evaluate`` runs the script in the isolated world ``KelpieBrowserControl`` of the tab's
   main frame: CDP ``Page.createIsolatedWorld`` once per document, then ``Runtime.evaluate`` with
@@ -10,7 +10,7 @@ a page's script (docs/host.md "Fixed scripts: one world per document"; CONTRACT.
   when the document commits, while it still loads. A script whose bundle the world holds is sent in its
   short form (:func:`kelpie_gateway.kept_script`), else whole; a script never depends on any of this (it
   installs its own bundle when the world lacks it), and a context that vanished in between is created again.
-* :meth:`World.stop_script` (CDP ``Runtime.terminateExecution``) ends a script that never yields.
+* The tab's session is :attr:`~kelpie_gateway.host.browser.common.Tab.cdp` (stopping a stuck script uses it).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from kelpie_gateway import (
 )
 from kelpie_gateway.host.renderer import JsonObject, fail
 
-from .part import Part, Tab, endpoint, short, state_of
+from .chromium import Part, endpoint
+from .common import Tab, short, state_of
 
 PRELOADED = ("snapshot", "click", "type")
 """The bundles every new top-level document's world gets as the document is created: what an agent's
@@ -62,21 +63,20 @@ class DocumentWorld:
 
 @dataclass
 class TabWorld:
-    """What the world part keeps per tab: its CDP session (and the future opening it), whether
+    """What the world part keeps per tab: the future opening its CDP session (``Tab.cdp`` once open), whether
     :data:`NEW_DOCUMENT` runs in its new documents, the main frame's CDP id (fetched once per session) and
     the current document's worlds by name (until the next main-frame navigation, crash or a vanished
     context)."""
 
-    cdp: CDPSession | None = None
     session: asyncio.Future[CDPSession] | None = field(default=None, repr=False)
     registered: bool = False
     frame_id: str | None = None
     worlds: dict[str, asyncio.Future[DocumentWorld]] = field(default_factory=dict)
 
-    def reset(self) -> None:
+    def reset(self, tab: Tab) -> None:
         """A new page, or a crashed one: nothing of the old session or its worlds is used again."""
         self.worlds.clear()
-        self.cdp, self.frame_id, self.session, self.registered = None, None, None, False
+        tab.cdp, self.frame_id, self.session, self.registered = None, None, None, False
 
 
 def _retrieved(done: asyncio.Future[Any]) -> None:
@@ -94,8 +94,7 @@ class World(Part):
 
     # ----------------------------------------------------------------- tab events
     def attached(self, tab: Tab) -> None:
-        state = self.of(tab)
-        state.reset()
+        self.of(tab).reset(tab)
         if self.renderer.context is not None:  # before its first navigation: every document is prepared
             tab.pending.append(self._start_session(tab))
 
@@ -106,7 +105,7 @@ class World(Part):
             self._prepare(tab)
 
     def crashed(self, tab: Tab) -> None:
-        self.of(tab).reset()
+        self.of(tab).reset(tab)
 
     # ----------------------------------------------------------------- sessions and worlds
     def _prepare(self, tab: Tab, name: str = WORLD_NAME) -> asyncio.Future[DocumentWorld]:
@@ -132,8 +131,7 @@ class World(Part):
             with contextlib.suppress(Exception):
                 await session.detach()
             raise PlaywrightError("the tab's page was replaced")
-        state = self.of(tab)
-        state.cdp, state.frame_id = session, None
+        tab.cdp, self.of(tab).frame_id = session, None
         # Best effort: without it each document gets its bundles when it commits (PRELOAD), or with its
         # first script. Page.enable is what makes Chromium run a session's new-document scripts.
         with contextlib.suppress(PlaywrightError):
@@ -155,7 +153,7 @@ class World(Part):
         registered = self.of(tab).registered  # this document was created with NEW_DOCUMENT in place
         cdp = await self._session_of(tab)
         state = self.of(tab)
-        if tab.page is not page or state.cdp is not cdp:
+        if tab.page is not page or tab.cdp is not cdp:
             raise PlaywrightError("the tab's page was replaced")
         for attempt in range(2):
             if state.frame_id is None:
@@ -245,22 +243,3 @@ class World(Part):
         if short_form is not None and not reply.get("exceptionDetails"):
             world.kept.add(short_form[0])  # the script's loader found or installed it
         return reply
-
-    # ----------------------------------------------------------------- stuck work
-    async def stop_script(self, tab_id: str | None) -> bool:
-        """CDP ``Runtime.terminateExecution`` on ``tab_id``'s target: ends the JavaScript running there
-        (the page's handler and the fixed script). False when there is no such live tab."""
-        tab = self.renderer.pages.get(tab_id)
-        context = self.renderer.context
-        if tab is None or tab.crashed or context is None:
-            return False
-        try:
-            session = self.of(tab).cdp
-            if session is None:
-                session = await asyncio.wait_for(context.new_cdp_session(tab.page), 2.0)
-            await asyncio.wait_for(session.send("Runtime.terminateExecution"), 2.0)
-        except Exception as exc:
-            self.renderer.log(f"could not stop the script in tab {tab.tab_id}: {short(exc)}")
-            return False
-        self.renderer.log(f"stopped the script in tab {tab.tab_id} (Runtime.terminateExecution)")
-        return True

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kelpie_gateway import WORLD_NAME
-from kelpie_gateway.host.browser.part import Part, Tab
+from kelpie_gateway.host.browser.chromium import Part
+from kelpie_gateway.host.browser.common import Tab
 from kelpie_gateway.host.renderer import JsonObject, fail
 
 STEP_TIMEOUT_MS = 9_000

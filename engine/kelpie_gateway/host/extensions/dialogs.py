@@ -26,7 +26,8 @@ from typing import Any
 
 from playwright.async_api import Dialog
 
-from kelpie_gateway.host.browser.part import Part, Tab, endpoint, quiet, state_of
+from kelpie_gateway.host.browser.chromium import Part, endpoint
+from kelpie_gateway.host.browser.common import Tab, quiet, state_of
 from kelpie_gateway.host.renderer import JsonObject, fail
 
 _TAB_ID = {"type": "string", "minLength": 1, "maxLength": 64}

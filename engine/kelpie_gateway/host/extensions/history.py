@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kelpie_gateway.host.browser.part import endpoint
+from kelpie_gateway.host.browser.chromium import endpoint
 from kelpie_gateway.host.renderer import JsonObject, fail
 
 from .base import STEP_TIMEOUT_MS, TAB, Extension, schema

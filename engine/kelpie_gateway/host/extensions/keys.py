@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kelpie_gateway import fill_script, focus_script
-from kelpie_gateway.host.browser.part import endpoint
+from kelpie_gateway.host.browser.chromium import endpoint
 from kelpie_gateway.host.renderer import JsonObject, fail
 
 from .base import REF, TAB, Extension, no_captured_node, schema

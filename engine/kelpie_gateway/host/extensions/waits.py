@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kelpie_gateway import find_text_script
-from kelpie_gateway.host.browser.part import endpoint
+from kelpie_gateway.host.browser.chromium import endpoint
 from kelpie_gateway.host.renderer import JsonObject
 
 from .base import STEP_TIMEOUT_MS, TAB, Extension, schema
