@@ -20,12 +20,12 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from faults_testlib import chromium_processes, kill, until
 from host_testlib import ROOT, Host, call, ok
 from kelpie_gateway import WORLD_NAME, reader
 from kelpie_gateway.host.browser import ChromiumRenderer, find_chromium
 from kelpie_gateway.host.browser.world import World
 from kelpie_gateway.host.parts import PARTS
-from test_chaos import chromium_processes, kill, until
 
 pytestmark = pytest.mark.timeout(240)
 
