@@ -140,11 +140,13 @@ def test_engine_never_imports_the_host() -> None:
 
 def test_host_uses_only_the_public_api() -> None:
     public = set(kelpie_gateway.__all__)
-    host_files = sorted((PACKAGE / "host").glob("*.py"))
+    host_files = sorted((PACKAGE / "host").rglob("*.py"))  # the host's subpackages (browser/, extensions/) too
     assert host_files
     for path in host_files:
-        for module, names, line in _imports(path, "kelpie_gateway.host"):
-            where = f"host/{path.name}:{line}"
+        relative = path.relative_to(PACKAGE)
+        package = ".".join(("kelpie_gateway", *relative.parent.parts))
+        for module, names, line in _imports(path, package):
+            where = f"{relative}:{line}"
             if module == "kelpie_gateway":
                 private = [n for n in names if n not in public or n.startswith("_")]
                 assert not private, f"{where} imports {private}, not in kelpie_gateway.__all__ (or a dunder)"

@@ -1,6 +1,6 @@
 """Raw HTTP checks of the stateless MCP revision on ``/mcp`` (CONTRACT.md §7 v1.1): every error code it
 adds, the header/body agreement, the HTTP status of each refusal, no session ids, and the handshake era
-unchanged beside it on the same endpoint.
+unchanged beside it on the same endpoint (``2025-03-26`` too).
 
 The host runs ``--browser none`` with ``--approve-pairing auto``: nothing here needs a renderer. A refusal
 at the transport must run nothing, which the host's operator log shows (one ``tx`` line per transaction).
@@ -267,3 +267,34 @@ def test_notifications_get_202_and_get_and_delete_stay_405(host: Host) -> None:
     for verb in ("GET", "DELETE"):
         status, got, _ = send(host, b"", [("MCP-Protocol-Version", MODERN)], routing=False, verb=verb)
         assert status == 405 and got.get("allow") == "POST"
+
+
+def test_mcp_2025_03_26_over_http(host: Host) -> None:
+    """The oldest handshake revision a client may still send is served over HTTP beside the others."""
+    token = host.pair("old-client")
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"},
+        },
+    }
+    status, answer = host.post("/mcp", init, token, {"MCP-Protocol-Version": "2025-03-26"})
+    assert status == 200 and answer["result"]["protocolVersion"] == "2025-03-26"
+    status, answer = host.post(
+        "/mcp",
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        token,
+        {"MCP-Protocol-Version": "2025-03-26"},
+    )
+    assert status == 200 and any(t["name"] == "kelpie_browser_control" for t in answer["result"]["tools"])
+    status, _ = host.post(
+        "/mcp",
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        token,
+        {"MCP-Protocol-Version": "2024-11-05"},
+    )
+    assert status == 400  # a revision the engine does not speak is still refused

@@ -107,7 +107,7 @@ AIOHTTP_INTERNALS: dict[str, tuple[str, ...]] = {
 }
 """The private aiohttp names the half-close support below reads. aiohttp has no public hook for "end-of-file
 while requests are still queued", so ``pyproject.toml`` pins aiohttp to the range these were tested on and
-``tests/host/test_aiohttp_internals.py`` fails, naming each missing one, if an aiohttp release drops them.
+``tests/host/test_http_connections.py`` fails, naming each missing one, if an aiohttp release drops them.
 Should one disappear anyway, :class:`_QuietRequestHandler` logs once and falls back to aiohttp's own
 behaviour (a half-closed client's connection is closed unanswered) instead of failing each connection."""
 

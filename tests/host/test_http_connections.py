@@ -1,4 +1,5 @@
-"""The transport rules revision 1.1 adds (ARCHITECTURE.md "Host rules added in revision 1.1", issue 11),
+"""HTTP connections (``host/server.py``; docs/host.md "Connections: lingering close, ``Expect``, half-closed
+clients"): the rules revision 1.1 adds (ARCHITECTURE.md "Host rules added in revision 1.1", issue 11),
 checked against the real host process with ordinary clients and raw sockets:
 
 * a body over 4 MiB is answered 413 and every ordinary client reads that envelope (Python urllib and
@@ -7,27 +8,41 @@ checked against the real host process with ordinary clients and raw sockets:
 * the lingering is bounded in bytes and in time (docs/host.md states the bounds);
 * ``Expect: 100-continue`` gets the interim 100 only for a request the host would read;
 * a request whose client half-closed its side after sending it is answered;
-* ``/mcp`` batches and other non-requests are HTTP 400 with the JSON-RPC ``-32600`` body.
+* ``/mcp`` batches and other non-requests are HTTP 400 with the JSON-RPC ``-32600`` body;
+* the aiohttp internals the half-close support reads (:data:`AIOHTTP_INTERNALS`) are still there, and the
+  installed aiohttp is inside the range ``pyproject.toml`` pins: aiohttp has no public hook for "the client
+  closed its side while requests are still queued", so the host reads three private attributes of its
+  request handler (plus two of its ``Server`` and one ``AppRunner`` method); those tests fail loudly,
+  naming what is missing.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import http.client
+import importlib
 import json
 import shutil
 import socket
 import subprocess
 import threading
 import time
+import tomllib
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
-from host_testlib import Host, no_browser_host
-from kelpie_gateway.host.server import LINGER_MAX_BYTES, LINGER_MAX_S, MAX_BODY
+from aiohttp import web
+from host_testlib import ROOT, Host, no_browser_host
+from kelpie_gateway.host.server import AIOHTTP_INTERNALS, LINGER_MAX_BYTES, LINGER_MAX_S, MAX_BODY
+from packaging.requirements import Requirement
+from packaging.version import Version
+from stdio_testlib import run_async
 
 pytestmark = pytest.mark.timeout(300)
 TRIES = 20
@@ -258,3 +273,83 @@ def test_an_mcp_batch_is_http_400_with_the_invalid_request_body(host: Host) -> N
         assert status == 400 and body["error"]["code"] == -32600, not_a_request
     status, body = mcp_post(host, b'{"jsonrpc":"2.0","id":2,"method":"no/such"}')
     assert status == 200 and body["error"]["code"] == -32601  # a valid request the server cannot serve
+
+
+def test_after_413_a_client_that_never_sends_the_body_is_not_waited_for_past_the_linger_bound(host: Host) -> None:
+    """Guards: the lingering close (v1.1) becoming a way to hold connections — a client that announces a
+    gigabyte and sends nothing is answered at once and closed after LINGER_MAX_S (the byte bound and that
+    ordinary clients read the 413 are checked above)."""
+    with socket.create_connection(("127.0.0.1", host.port), timeout=30) as sock:
+        sock.sendall((f"POST /v1/browser-control HTTP/1.1\r\nHost: 127.0.0.1:{host.port}\r\n"
+                      f"Authorization: Bearer {host.token}\r\nContent-Type: application/json\r\n"
+                      f"Content-Length: {1 << 30}\r\n\r\n").encode() + b"{")
+        started = time.monotonic()
+        reply = b""
+        while True:  # read until the server closes; we never send the announced gigabyte
+            data = sock.recv(65536)
+            if not data:
+                break
+            reply += data
+        assert time.monotonic() - started < LINGER_MAX_S + 5, "the server kept the connection open too long"
+    assert reply.startswith(b"HTTP/1.1 413")
+
+
+def pinned_range() -> Requirement:
+    """The aiohttp requirement of the ``host`` extra in pyproject.toml."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for line in project["optional-dependencies"]["host"]:
+        requirement = Requirement(line)
+        if requirement.name == "aiohttp":
+            return requirement
+    raise AssertionError("pyproject.toml's host extra has no aiohttp requirement")
+
+
+def test_the_pin_has_an_upper_bound_and_the_installed_aiohttp_is_inside_it() -> None:
+    pin = pinned_range()
+    assert any(spec.operator in ("<", "<=", "~=", "==") for spec in pin.specifier), (
+        f"pyproject.toml pins {pin}: without an upper bound a future aiohttp without the private state "
+        "host/server.py reads could be installed"
+    )
+    installed = Version(aiohttp.__version__)
+    assert pin.specifier.contains(installed, prereleases=True), (
+        f"aiohttp {installed} is installed but pyproject.toml pins {pin} (the range the host's half-close "
+        "support was tested on): install a pinned version, or test the new one and widen the pin"
+    )
+
+
+def _resolve(path: str) -> type:
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+
+
+def test_aiohttp_still_has_the_private_state_the_half_close_support_reads() -> None:
+    async def real_objects() -> dict[str, object]:
+        async def handler(request: web.BaseRequest) -> web.StreamResponse:
+            return web.Response()
+
+        server = web.Server(handler)  # what AppRunner builds; calling it makes a connection's handler
+        return {
+            "aiohttp.web_protocol.RequestHandler": server(),
+            "aiohttp.web_server.Server": server,
+            "aiohttp.web_runner.AppRunner": web.AppRunner(web.Application()),
+        }
+
+    # On a thread of its own: in the full suite the browser tests' Playwright loop holds this thread.
+    objects = run_async(real_objects())
+    missing = []
+    for path, names in AIOHTTP_INTERNALS.items():
+        obj = objects[path]
+        assert isinstance(obj, _resolve(path)), (path, obj)
+        missing += [f"{path}.{name}" for name in names if not hasattr(obj, name)]
+    assert not missing, (
+        f"aiohttp {aiohttp.__version__} no longer has {', '.join(missing)}: host/server.py's half-close support "
+        f"(_QuietRequestHandler, _QuietServer, QuietAppRunner) reads them. pyproject.toml pins {pinned_range()}; "
+        "a release outside that range needs the half-close support reworked before the pin is widened"
+    )
+    handler = objects["aiohttp.web_protocol.RequestHandler"]
+    # The shapes the support relies on: a queue of (message, payload) pairs, no idle waiter before the first
+    # request, a request counter, and the Server's loop and RequestHandler keyword arguments.
+    assert isinstance(handler._messages, collections.deque) and not handler._messages  # type: ignore[attr-defined]
+    assert handler._waiter is None and handler._request_count == 0  # type: ignore[attr-defined]
+    server = objects["aiohttp.web_server.Server"]
+    assert isinstance(server._loop, asyncio.AbstractEventLoop) and isinstance(server._kwargs, dict)  # type: ignore[attr-defined]

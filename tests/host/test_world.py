@@ -20,10 +20,12 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from faults_testlib import chromium_processes, kill, until
 from host_testlib import ROOT, Host, call, ok
 from kelpie_gateway import WORLD_NAME, reader
 from kelpie_gateway.host.browser import ChromiumRenderer, find_chromium
-from test_chaos import chromium_processes, kill, until
+from kelpie_gateway.host.browser.world import World
+from kelpie_gateway.host.parts import PARTS
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -151,7 +153,7 @@ def in_renderer(body: Callable[[ChromiumRenderer, str, str], Awaitable[Any]]) ->
     the fixture site's form.html) on a loop of its own; returns what it returns."""
 
     async def main(site: str) -> Any:
-        renderer = ChromiumRenderer(executable=find_chromium(None), on_invalidate=lambda _t: None, log=print)
+        renderer = ChromiumRenderer(executable=find_chromium(None), log=print, parts=PARTS)
         await renderer.start(f"{site}/form.html")
         try:
             tab = (await renderer.call("get-tabs", {}))["tabs"][0]["tabId"]
@@ -184,7 +186,9 @@ async def navigate(renderer: ChromiumRenderer, tab: str, url: str) -> None:
 
 def sent_expressions(renderer: ChromiumRenderer, tab: str) -> list[str]:
     """Every ``Runtime.evaluate`` expression the tab's session sends from now on (a spy, in order)."""
-    session = renderer._tabs[tab].cdp
+    known = renderer.pages.get(tab)
+    assert known is not None
+    session = known.cdp
     assert session is not None
     sent: list[str] = []
     send = session.send
@@ -262,7 +266,9 @@ def test_a_world_without_an_expected_bundle_gets_the_whole_script_exactly_once()
 
     async def body(renderer: ChromiumRenderer, tab: str, site: str) -> tuple[list[int], str]:
         world_name = "KelpieProbeWorld"  # a world of another name: nothing preloaded there
-        world = await renderer._world(renderer._tabs[tab], world_name)
+        known, world_part = renderer.pages.get(tab), renderer.part(World)
+        assert known is not None and world_part is not None
+        world = await world_part.world(known, world_name)
         assert world.kept == set()
         world.kept.update(reader.bundle_slot(name) for name in ("snapshot", "type"))  # a wrong expectation
         sent = sent_expressions(renderer, tab)
