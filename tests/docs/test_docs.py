@@ -353,10 +353,9 @@ def test_default_clause_parsing() -> None:
 
 
 def _reference_host_config() -> dict[str, Any]:
-    from kelpie_gateway.host.browser import gateway_config
-    from kelpie_gateway.host.extensions import host_config
+    from kelpie_gateway.host.parts import gateway_config
 
-    return host_config(gateway_config(browser=True))
+    return gateway_config(browser=True)
 
 
 def readme_tool_examples() -> list[tuple[str, dict[str, Any]]]:
