@@ -82,10 +82,12 @@ def c_string(text: str) -> str:
 
 
 def project_version() -> str:
-    """``kelpie_gateway.__version__`` (the one place the version is written)."""
-    text = (ENGINE / "__init__.py").read_text()
+    """``kelpie_gateway.version.__version__`` (the one place the version is written), read as text."""
+    text = (ENGINE / "version.py").read_text()
     match = re.search(r'^__version__\s*=\s*"([^"]+)"', text, re.M)
-    return match.group(1) if match else "0.0.0"
+    if match is None:
+        raise SystemExit(f"build_abi: no __version__ = \"X.Y.Z\" line in {ENGINE / 'version.py'}")
+    return match.group(1)
 
 
 def _requirement_closure(roots: list[str]) -> list[importlib.metadata.Distribution]:
@@ -173,6 +175,13 @@ def main() -> int:
     else:
         ap.add_argument("--prefix", required=True)
     ap.add_argument("--force", action="store_true")
+    ap.add_argument(
+        "--sanitize",
+        choices=("address", "thread"),
+        help="a checking build for tools/abi_stress (docs/c-abi.md, 'Stress'): -fsanitize=address (the embedded "
+        "interpreter then allocates with plain malloc, so a freed Python object is seen) or =thread; link "
+        "the host with the same flag. Never for an installed tree.",
+    )
     args = ap.parse_args()
 
     prefix = Path(args.prefix).resolve()
@@ -214,9 +223,13 @@ def main() -> int:
         "-I",
         str(HERE / "include"),
     ]
+    sanitize = [f"-fsanitize={args.sanitize}", "-fno-omit-frame-pointer"] if args.sanitize else []
+    if args.sanitize == "address":
+        sanitize.append("-DKELPIE_ABI_MALLOC_ALLOCATOR=1")
+    cflags += sanitize
     # The one recorded path: the rpath to the Python runtime's libpython (DT_RPATH, so LD_LIBRARY_PATH
     # cannot swap in another libpython3.11 such as Debian's).
-    ldflags = ["-shared", f"-L{py_libdir}", f"-l{py_lib}", "-lpthread", "-ldl"]
+    ldflags = ["-shared", *sanitize[:1], f"-L{py_libdir}", f"-l{py_lib}", "-lpthread", "-ldl"]
     if darwin:
         ldflags += [f"-Wl,-rpath,{py_libdir}", f"-Wl,-install_name,@rpath/{soname}"]
     else:

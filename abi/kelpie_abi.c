@@ -134,8 +134,16 @@ static char *_kg_error_envelope(const char *code, const char *message)
  *
  * Anything not in the table (an unknown or destroyed handle, a failed runtime) takes the shim's path,
  * which answers it as before. One mutex guards the table: the idle fast path reads it without the GIL.
- * Every writer (_kg_lane_busy, _kg_handle_bind, _kg_handle_forget) is called from Python, so it also holds
- * the GIL; a reader that holds the GIL therefore sees `gw` stay alive until it releases the GIL.
+ *
+ * The writers (_kg_lane_busy, _kg_handle_bind, _kg_handle_forget) are called from Python through cffi,
+ * which RELEASES the GIL around every call into C. So a writer runs beside Python code of other threads,
+ * and the two that change `gw`'s reference count take the GIL back for it (PyGILState_Ensure: the calling
+ * thread has its thread state). A Py_INCREF/Py_DECREF without the GIL is a plain, non-atomic
+ * read-modify-write racing the interpreter's own on the same object; losing one update freed a Gateway
+ * still in use (issue 27: the SIGSEGV of the ABI stress probe; docs/c-abi.md, "Stress"). The order
+ * also keeps a reader safe: _kg_handle_forget unlinks the entry under the mutex first and takes the GIL
+ * only then to drop the reference, so a reader that found the entry while holding the GIL has taken its
+ * own reference (_kg_call) before the table's can go.
  */
 #define KG_HANDLE_BUCKETS 256
 static const char _kg_idle_step[] = "{\"step\":\"idle\"}";
@@ -176,7 +184,8 @@ static struct kg_handle *_kg_handle_add(uintptr_t handle)
 }
 
 /* Record whether `handle`'s direct lane is taken (busy nonzero) or free (0): the engine's lane watcher
-   itself (functools.partial(lib._kg_lane_busy, handle): no Python frame per change). GIL held. */
+   itself (functools.partial(lib._kg_lane_busy, handle): no Python frame per change), called under the
+   gateway's lock. Touches no Python object, so it needs no GIL (cffi released it). */
 static void _kg_lane_busy(uintptr_t handle, int32_t busy)
 {
     struct kg_handle *e;
@@ -187,23 +196,33 @@ static void _kg_lane_busy(uintptr_t handle, int32_t busy)
 }
 
 /* Keep a strong reference to `handle`'s Gateway (a PyObject *: the shim passes id(gw), which is the
-   object's address in CPython). Called from Python at create, GIL held, before the handle is returned. */
+   object's address in CPython). Called from Python at create (cffi released the GIL), before the handle
+   is returned. The reference is taken with the GIL, before the entry is published. */
 static void _kg_handle_bind(uintptr_t handle, void *gateway)
 {
     struct kg_handle *e;
     PyObject *old = NULL;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    Py_INCREF((PyObject *)gateway);
+    PyGILState_Release(gil);
     pthread_mutex_lock(&_kg_handle_lock);
     if ((e = _kg_handle_add(handle)) != NULL) {
         old = e->gw;
-        Py_INCREF((PyObject *)gateway);
         e->gw = (PyObject *)gateway;
+        gateway = NULL;
     }
     pthread_mutex_unlock(&_kg_handle_lock);
-    Py_XDECREF(old);
+    if (old != NULL || gateway != NULL) { /* a replaced binding (never in practice), or malloc failed */
+        gil = PyGILState_Ensure();
+        Py_XDECREF(old);
+        Py_XDECREF((PyObject *)gateway);
+        PyGILState_Release(gil);
+    }
 }
 
-/* Drop `handle` (destroy; called from Python, GIL held): its calls take the shim's path again, which
-   refuses the handle. */
+/* Drop `handle` (destroy; called from Python, cffi released the GIL): its calls take the shim's path
+   again, which refuses the handle. The entry goes first, under the mutex; then the reference, with the
+   GIL (see "handle table"). */
 static void _kg_handle_forget(uintptr_t handle)
 {
     struct kg_handle **link = &_kg_handle_table[handle % KG_HANDLE_BUCKETS], *e;
@@ -217,7 +236,11 @@ static void _kg_handle_forget(uintptr_t handle)
         free(e);
     }
     pthread_mutex_unlock(&_kg_handle_lock);
-    Py_XDECREF(gw); /* after the unlock: a last reference may run the Gateway's finaliser */
+    if (gw != NULL) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        Py_DECREF(gw); /* the shim still holds the Gateway: never the last reference here */
+        PyGILState_Release(gil);
+    }
 }
 
 /* 1 when `handle` is a live gateway whose direct lane is free, else 0. No GIL needed. */
@@ -358,6 +381,18 @@ static void _kg_boot_run(void)
         PyStatus status;
         PyObject *path, *entry;
         char detail[1024];
+#ifdef KELPIE_ABI_MALLOC_ALLOCATOR
+        /* AddressSanitizer builds only (abi/build_abi.py --sanitize address): every Python object is its own
+           malloc block, so the sanitizer sees a freed object instead of a pymalloc arena. */
+        PyPreConfig pre;
+        PyPreConfig_InitIsolatedConfig(&pre);
+        pre.allocator = PYMEM_ALLOCATOR_MALLOC;
+        status = Py_PreInitialize(&pre);
+        if (PyStatus_Exception(status)) {
+            _kg_boot_fail("Py_PreInitialize", status.err_msg);
+            return;
+        }
+#endif
         PyConfig_InitIsolatedConfig(&config);
         config.install_signal_handlers = 0;
         config.site_import = 0;

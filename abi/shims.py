@@ -83,7 +83,8 @@ def _kg_py_create(config, size, error_out):
         handle = _SALT | next(_COUNTER)  # itertools.count: atomic under the GIL
         # The C side answers next(NULL) on a free direct lane itself, and makes every other call on this
         # handle with the C API, gw.call_json(...), keeping its own reference to gw (abi/kelpie_abi.c,
-        # "handle table"): id() is the object's address in CPython, and this call holds the GIL.
+        # "handle table"): id() is the object's address in CPython, and gw stays alive here while
+        # _kg_handle_bind takes that reference (with the GIL: cffi releases it around every lib call).
         gw.watch_direct_lane(functools.partial(lib._kg_lane_busy, handle))
         lib._kg_handle_bind(handle, ffi.cast("void *", id(gw)))
         with _TABLE_LOCK:

@@ -72,13 +72,21 @@ NOT_CONTROLS = {"heading", "img"}
 
 
 def old_bundle(rev: str, name: str) -> str:
-    """Bundle `name` assembled from the JS sources at git `rev` (same assembly as the engine's)."""
+    """Bundle `name` assembled from the JS sources at git `rev` (same assembly as the engine's): a
+    common source is the file of that name at `rev`, or, where the reader is split (js/core/, …), the
+    concatenation of that folder's parts at `rev` in file-name order, as reader.source_parts reads them."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True, text=True).stdout
 
     def source(file: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{rev}:engine/kelpie_gateway/js/{file}"],
-            check=True, capture_output=True, text=True,
-        ).stdout
+        js = f"{rev}:engine/kelpie_gateway/js"
+        folder = file.removesuffix(".js")
+        listed = git("ls-tree", "--name-only", f"{js}/")
+        if file in reader.COMMON_SOURCES and file not in listed.split() and folder in listed.split():
+            parts = sorted(n for n in git("ls-tree", "--name-only", f"{js}/{folder}/").split() if n.endswith(".js"))
+            return "".join(git("show", f"{js}/{folder}/{part}") for part in parts)
+        return git("show", f"{js}/{file}")
 
     original = reader._source_text
     reader._source_text = source  # type: ignore[assignment]

@@ -58,7 +58,8 @@ import json, os, time
 LOG = open(os.environ["KELPIE_PROFILE_LOG"], "a", buffering=1)
 def mark(what, **kw):
     LOG.write(json.dumps({"t": time.monotonic() * 1000, "w": time.time() * 1000, "what": what, **kw}) + "\n")
-from kelpie_gateway.host import browser, driver, server
+from kelpie_gateway.host import driver, server
+from kelpie_gateway.host.browser.world import World
 from playwright.async_api import CDPSession
 def timed(cls, name, label):
     inner = getattr(cls, name)
@@ -72,7 +73,7 @@ def timed(cls, name, label):
 timed(server.HostServer, "mcp", "S.handler")
 timed(driver.Driver, "mcp", "D.mcp")
 timed(driver.Driver, "_call", "D.call")
-timed(browser.ChromiumRenderer, "_world", "R.world")
+timed(World, "world", "R.world")
 init = driver.Driver.__init__
 def driver_init(self, gateway, *args, **kwargs):
     for name in ("begin_mcp", "advance"):

@@ -17,6 +17,7 @@ from .jsonio import dumps
 from .mcp import MODERN_PROTOCOL_VERSIONS as MCP_STATELESS_VERSIONS
 from .mcp import PROTOCOL_VERSIONS as MCP_PROTOCOL_VERSIONS
 from .mcp import http_refusal as mcp_http_refusal
+from .mcp import rpc_error as jsonrpc_error
 from .reader import (
     WORLD_NAME,
     bundle_missing,
@@ -30,12 +31,14 @@ from .reader import (
     scroll_script,
 )
 from .schema import NATIVE_ENDPOINTS
+from .version import __version__
+from .version import __version__ as VERSION
 
-__version__ = "0.1.0"
 __all__ = [
     "MCP_PROTOCOL_VERSIONS",
     "MCP_STATELESS_VERSIONS",
     "NATIVE_ENDPOINTS",
+    "VERSION",
     "WORLD_NAME",
     "Gateway",
     "GatewayConfigError",
@@ -47,6 +50,7 @@ __all__ = [
     "fill_script",
     "find_text_script",
     "focus_script",
+    "jsonrpc_error",
     "kept_script",
     "mcp_http_refusal",
     "new_document_script",
@@ -74,4 +78,13 @@ without shipping the bundle again; where the world does not hold it, nothing run
 true of its value, and the host evaluates the whole script instead (docs/reader.md "Loading the bundles").
 ``mcp_http_refusal(body, headers)``: the HTTP-only MCP rules (``MCP-Protocol-Version``, ``Mcp-Method`` and
 ``Mcp-Name`` agree with the body, CONTRACT.md §7 v1.1) a host serving ``/mcp`` checks before ``begin_mcp``:
-``None``, or ``{"httpStatus", "response"}`` to send instead."""
+``None``, or ``{"httpStatus", "response"}`` to send instead.
+``jsonrpc_error(id, code, message, kelpie=None, data=None)``: the JSON-RPC error response
+``{"jsonrpc":"2.0","id":id,"error":{"code","message","data"?}}`` — the one builder the engine's MCP frontend
+and every host transport (HTTP ``/mcp``, stdio, the tunnel) use for the errors they decide themselves
+(``-32700`` unparseable, ``-32600`` refused by the transport, ``-32603`` a host failure, …); ``kelpie``, a
+canonical error code, becomes ``data.code``, beside the members of ``data``. ``id``: the request's id, or
+``None`` when it is not known.
+``VERSION`` (``__version__``, the same string): the package version, written once in
+``kelpie_gateway/version.py``; the C library's ``kelpie_browser_gateway_version()``, ``--version`` and MCP's
+``serverInfo.version`` all report it (docs/engine.md "The version")."""

@@ -2,7 +2,10 @@
 
 The JavaScript lives as committed sources in ``kelpie_gateway/js/``. A *bundle* is one JavaScript
 function expression, ``(async function kelpieReader(P) { … })``, assembled from ``prelude.js``,
-``core.js`` and one entry file. ``tools/gen_reader.py`` (build step ``tools/build.d/20-reader.sh``) writes
+``core.js`` and one entry file (``snapshot.js``, ``click.js``, …). ``prelude.js`` and ``core.js`` are not
+files: each is the concatenation, in file-name order, of the parts in ``js/prelude/`` and ``js/core/``
+(one section of the reader per part, docs/reader.md "Source map"; :func:`source_parts`), so a bundle
+reads exactly as if each were one file. ``tools/gen_reader.py`` (build step ``tools/build.d/20-reader.sh``) writes
 the bundles to ``build/generated/js/`` with a digest of their sources; at run time this module uses a
 built bundle whose digest matches the committed sources and otherwise assembles the very same bundle in
 memory with the same function (:func:`assemble_bundle`), so the two can never differ.
@@ -45,6 +48,7 @@ __all__ = [
     "WARM_UP",
     "WORLD_NAME",
     "assemble_bundle",
+    "assemble_entry",
     "bundle",
     "bundle_missing",
     "bundle_slot",
@@ -58,6 +62,7 @@ __all__ = [
     "preload_script",
     "scroll_script",
     "snapshot_script",
+    "source_parts",
     "sources_digest",
     "type_script",
     "write_bundles",
@@ -70,14 +75,16 @@ MAX_TEXT_CODE_POINTS: Final = 200000
 
 JS_DIR: Final = Path(__file__).resolve().parent / "js"
 BUILD_DIR: Final = Path(__file__).resolve().parents[2] / "build" / "generated" / "js"
+#: Sources every bundle starts with, in this order; each is assembled from its folder of parts
+#: (``prelude.js`` from ``js/prelude/*.js``, ``core.js`` from ``js/core/*.js``; :func:`source_parts`).
 COMMON_SOURCES: Final = ("prelude.js", "core.js")
-#: bundle name -> entry source file. "names" is test-only (accessible name of CSS-selected elements).
+#: bundle name -> entry source file (in ``js/``). Only what hosts run ships here; a script of the
+#: tests' own (tests/browser/js/) is assembled on the same prelude and core with :func:`assemble_entry`.
 BUNDLES: Final[Mapping[str, str]] = {
     "snapshot": "snapshot.js",
     "click": "click.js",
     "type": "type.js",
     "selector-snapshot": "selector_snapshot.js",
-    "names": "names.js",
     "focus": "focus.js",
     "fill": "fill.js",
     "scroll": "scroll.js",
@@ -89,12 +96,28 @@ _KEY_RE: Final = re.compile(r"[0-9a-f]{32}")
 _HANDLE_RE: Final = re.compile(r"[0-9a-f]{16}-[0-9a-z]{1,13}")
 
 
+def source_parts(name: str) -> tuple[str, ...]:
+    """The files (paths relative to ``js/``) whose concatenation is source `name`: for a common source
+    (:data:`COMMON_SOURCES`) the ``.js`` parts of its folder in file-name order, else the file itself.
+    Raises FileNotFoundError when a common source's folder holds no part (a broken install must not
+    assemble a reader without its core)."""
+    if name not in COMMON_SOURCES:
+        return (name,)
+    folder = name.removesuffix(".js")
+    parts = tuple(f"{folder}/{p.name}" for p in sorted((JS_DIR / folder).glob("*.js"), key=lambda p: p.name))
+    if not parts:
+        raise FileNotFoundError(f"no reader sources in {JS_DIR / folder}")
+    return parts
+
+
 def _source_text(name: str) -> str:
-    return (JS_DIR / name).read_text(encoding="utf-8")
+    return "".join((JS_DIR / part).read_text(encoding="utf-8") for part in source_parts(name))
 
 
 def sources_digest() -> str:
-    """SHA-256 (hex) over every committed JS source, in a fixed order; names a bundle generation."""
+    """SHA-256 (hex) over every committed JS source, in a fixed order; names a bundle generation. A
+    common source counts as the one text its parts make (:func:`source_parts`), so how the parts are
+    cut does not change the digest, only what they say does."""
     h = hashlib.sha256()
     for name in (*COMMON_SOURCES, *sorted(set(BUNDLES.values()))):
         h.update(name.encode())
@@ -112,10 +135,19 @@ def assemble_bundle(name: str) -> str:
     Raises KeyError for an unknown bundle name.
     """
     entry = BUNDLES[name]
+    return assemble_entry(name, entry, _source_text(entry))
+
+
+def assemble_entry(name: str, source: str, text: str) -> str:
+    """A bundle made of the shared sources and the entry `text` (which defines ``async function main(P)``),
+    exactly as :func:`assemble_bundle` makes the bundles of :data:`BUNDLES`: `name` and `source` (the
+    entry's file name) only label it. For a script that is not one of this package's (a test's own entry
+    on the same reader); call the result as ``<bundle>(<js_literal(params)>)``."""
     parts = [f"// Kelpie fixed reader bundle {name!r}: generated from kelpie_gateway/js, never edited."]
     parts.append('(async function kelpieReader(P) {\n"use strict";')
-    for source in (*COMMON_SOURCES, entry):
-        parts.append(f"// ---- {source}\n{_source_text(source)}")
+    for common in COMMON_SOURCES:
+        parts.append(f"// ---- {common}\n{_source_text(common)}")
+    parts.append(f"// ---- {source}\n{text}")
     parts.append("return await guard(main);\n})")
     return "\n".join(parts)
 
@@ -127,8 +159,9 @@ def _built_path(name: str) -> Path:
 def write_bundles(out_dir: Path | None = None) -> list[Path]:
     """Write every bundle to `out_dir` (default build/generated/js), each headed by the sources digest.
 
-    Idempotent: files whose content is already current are left untouched. Returns the paths written
-    or kept.
+    Idempotent: files whose content is already current are left untouched; a bundle an earlier build
+    wrote there under a name no longer in :data:`BUNDLES` (a ``.js`` file headed by the digest mark) is
+    removed. Returns the paths written or kept.
     """
     target = out_dir or BUILD_DIR
     target.mkdir(parents=True, exist_ok=True)
@@ -140,6 +173,9 @@ def write_bundles(out_dir: Path | None = None) -> list[Path]:
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
         written.append(path)
+    for path in sorted(target.glob("*.js")):
+        if path not in written and path.read_text(encoding="utf-8").startswith(DIGEST_MARK):
+            path.unlink()
     return written
 
 
@@ -517,8 +553,3 @@ def collect_browser_selector_snapshot_expression(options: Mapping[str, Any] | No
         ),
     }
     return _script("selector-snapshot", params)
-
-
-def accessible_names_script(selectors: list[str]) -> str:
-    """Test-only: an expression whose value lists the reader's `label` naming of each selector's element."""
-    return _script("names", {"selectors": list(selectors)})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,3 +55,36 @@ def abi() -> Abi:
 def clean_env() -> dict[str, str]:
     """The environment of a C host that knows nothing about Python: nothing at all."""
     return {}
+
+
+def pkg_config_flags(pkgconfig: Path) -> list[str]:
+    """`pkg-config --cflags --libs kelpie-browser-gateway` of the tree whose pkgconfig folder is given."""
+    return subprocess.run(
+        ["pkg-config", "--cflags", "--libs", "kelpie-browser-gateway"],
+        env={"PKG_CONFIG_PATH": str(pkgconfig), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+
+
+def compile_c(tmp_path: Path, abi: Abi, source: str, name: str, extra: list[str]) -> Path:
+    """Compile `source` (dedented) as NAME in tmp_path with gcc -Werror and `extra` flags; asserts it built."""
+    src = tmp_path / f"{name}.c"
+    src.write_text(textwrap.dedent(source))
+    exe = tmp_path / name
+    cmd = [
+        "gcc",
+        "-std=c11",
+        "-D_GNU_SOURCE",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        str(src),
+        "-o",
+        str(exe),
+        *extra,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return exe

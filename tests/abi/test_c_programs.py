@@ -10,10 +10,9 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
-from .conftest import ROOT, Abi
+from .conftest import ROOT, Abi, compile_c, pkg_config_flags
 
 
 def run(cmd: list[str], env: dict[str, str], timeout: float = 240) -> subprocess.CompletedProcess[str]:
@@ -79,27 +78,6 @@ def test_example_host_loads_with_dlopen_rtld_global(abi: Abi, clean_env: dict[st
     assert '"success":true' in canonical and '"tabId":"t1"' in canonical
 
 
-def _compile(tmp_path: Path, abi: Abi, source: str, name: str, extra: list[str]) -> Path:
-    src = tmp_path / f"{name}.c"
-    src.write_text(textwrap.dedent(source))
-    exe = tmp_path / name
-    cmd = [
-        "gcc",
-        "-std=c11",
-        "-D_GNU_SOURCE",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        str(src),
-        "-o",
-        str(exe),
-        *extra,
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return exe
-
-
 HELLO = r"""
     #include <stdio.h>
     #include <string.h>
@@ -122,14 +100,8 @@ def test_pkg_config_install_layout_builds_a_plain_c_host(
 ) -> None:
     """include/ + lib/ + lib/pkgconfig: `pkg-config --cflags --libs` is all a host build needs."""
     assert (abi.include / "kelpie" / "browser_gateway_c_api.h").is_file()
-    pc = subprocess.run(
-        ["pkg-config", "--cflags", "--libs", "kelpie-browser-gateway"],
-        env={"PKG_CONFIG_PATH": str(abi.pkgconfig), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    exe = _compile(tmp_path, abi, HELLO, "hello", pc)
+    pc = pkg_config_flags(abi.pkgconfig)
+    exe = compile_c(tmp_path, abi, HELLO, "hello", pc)
     proc = run([str(exe)], clean_env, timeout=60)
     assert proc.returncode == 0 and '"step":"authorize"' in proc.stdout, proc.stdout + proc.stderr
     assert "destroy=0" in proc.stdout  # an authorize step is not a pending renderer callback
@@ -198,7 +170,7 @@ def test_rtld_local_host_still_works_because_libpython_is_promoted(
 ) -> None:
     """Regression: a host that dlopen()s with RTLD_LOCAL used to break _cffi_backend/orjson imports
     (undefined Py* symbols); the library now promotes libpython to RTLD_GLOBAL before starting Python."""
-    exe = _compile(tmp_path, abi, DLOPEN_LOCAL, "dlopen_local", [f"-I{abi.include}", "-ldl"])
+    exe = compile_c(tmp_path, abi, DLOPEN_LOCAL, "dlopen_local", [f"-I{abi.include}", "-ldl"])
     proc = run([str(exe), str(abi.lib)], clean_env, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -249,7 +221,7 @@ def test_runtime_init_failure_is_reported_through_create(
     prefix = tmp_path / "broken"
     _install(prefix)
     shutil.rmtree(prefix / "lib" / "kelpie-browser-gateway" / "python" / "kelpie_gateway")
-    exe = _compile(
+    exe = compile_c(
         tmp_path,
         abi,
         HELLO,
@@ -288,15 +260,9 @@ def test_installed_prefix_still_works_after_it_is_moved(tmp_path: Path, clean_en
     canonical = next(line for line in proc.stdout.splitlines() if line.startswith("canonical: "))
     assert '"success":true' in canonical and '"tabId":"t1"' in canonical
 
-    pc = subprocess.run(
-        ["pkg-config", "--cflags", "--libs", "kelpie-browser-gateway"],
-        env={"PKG_CONFIG_PATH": str(lib / "pkgconfig"), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    pc = pkg_config_flags(lib / "pkgconfig")
     assert any(flag.startswith("-L") and Path(flag[2:]).resolve() == lib for flag in pc), pc
-    exe = _compile(
+    exe = compile_c(
         tmp_path, Abi(moved, lib, moved / "include", lib / "pkgconfig", lib), HELLO, "hello_moved", pc
     )
     proc = run([str(exe)], clean_env, timeout=60)

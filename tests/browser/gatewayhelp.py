@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from conftest import Site
 from hostworld import EvaluationFailed, HostWorld
 from kelpie_gateway import Gateway
 from playwright.sync_api import Page
@@ -70,6 +71,18 @@ class GatewayTab:
             pages.append(self.snapshot(cursor=pages[-1]["next"], **params))
             assert len(pages) < 1000
         return pages
+
+
+def open_tab(page: Page, site: Site, name: str) -> GatewayTab:
+    """Load fixtures/pages/reader/`name` and return a fresh gateway whose tab t1 is `page`."""
+    page.goto(site.url(f"reader/{name}"), wait_until="load")
+    return GatewayTab(page)
+
+
+def unknown_outcome(env: dict[str, Any], code: str) -> None:
+    """Assert a failure with an unknown outcome: `code`, mayHaveCompleted:true, not retryable."""
+    assert env["success"] is False and env["error"]["code"] == code, env
+    assert env["mayHaveCompleted"] is True and env["error"]["retryable"] is False, env
 
 
 def labelled(result: dict[str, Any], label: str, role: str | None = None) -> dict[str, Any]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
+from pathlib import Path
 from typing import Any
 
+from conftest import Site
 from hostworld import HostWorld
 from kelpie_gateway import reader
 from playwright.sync_api import Page
@@ -14,6 +17,22 @@ ELEMENT_FIELDS = {"handle", "tag", "role", "label"}
 OPTIONAL_FIELDS = {"type", "level", "states", "url", "unreadable", "frame", "shadow", "text"}
 STATES = {"checked", "mixed", "selected", "expanded", "collapsed", "pressed", "disabled", "readonly", "required",
           "invalid", "offscreen"}
+
+
+TEST_JS = Path(__file__).resolve().parent / "js"
+
+
+@functools.cache
+def _names_bundle() -> str:
+    text = (TEST_JS / "accessible_names.js").read_text(encoding="utf-8")
+    return reader.assemble_entry("names", "names.js", text)
+
+
+def accessible_names_script(selectors: list[str]) -> str:
+    """An expression whose value lists the reader's `label` naming (``accessibleName``, flattened, not yet
+    bounded) of the element each CSS selector matches, null where none does: the tests' own entry
+    ``js/accessible_names.js`` on the package's prelude and core (it never ships)."""
+    return f"{_names_bundle()}({reader.js_literal({'selectors': list(selectors)})})"
 
 
 def utf16_len(s: str) -> int:
@@ -77,6 +96,20 @@ class Reader:
     def type(self, handle: str, text: str) -> dict[str, Any]:
         result: dict[str, Any] = self.world.evaluate(reader.type_script(self.key, handle, text))
         return result
+
+
+def open_page(page: Page, site: Site, name: str, host: str = "127.0.0.1") -> Reader:
+    """Load fixtures/pages/reader/`name` (served as `host`) and return a fresh gateway's Reader of it."""
+    page.goto(site.url(f"reader/{name}", host), wait_until="load")
+    return Reader(page)
+
+
+def refused(result: dict[str, Any], code: str, may_have_completed: bool) -> None:
+    """Assert a script's refusal value: exactly `{error: {code, message}, mayHaveCompleted}`."""
+    assert set(result) == {"error", "mayHaveCompleted"}, result
+    assert result["error"]["code"] == code, result
+    assert isinstance(result["error"]["message"], str) and result["error"]["message"]
+    assert result["mayHaveCompleted"] is may_have_completed, result
 
 
 def check_snapshot(snap: Any, max_chars: int, max_elements: int, fields: set[str] = ELEMENT_FIELDS) -> None:

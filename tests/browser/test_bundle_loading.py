@@ -37,6 +37,9 @@ def kept(world: HostWorld, slot: str = SLOT) -> dict[str, object] | None:
 def test_a_document_installs_its_bundle_once_and_a_new_document_starts_fresh(
     page: Page, fixtures_site: Site
 ) -> None:
+    """Guards the loader (docs/reader.md "Loading the bundles"): the first script installs its bundle as a
+    non-writable, non-configurable, non-enumerable global of the world, later scripts run that very function,
+    and a new document's world starts without it and without the old registry."""
     page.goto(fixtures_site.url("reader/plain.html"))
     r = Reader(page)
     assert kept(r.world) is None  # a fresh world holds nothing
@@ -65,6 +68,8 @@ def test_a_document_installs_its_bundle_once_and_a_new_document_starts_fresh(
 
 
 def test_a_bundle_of_another_build_is_never_run(page: Page, fixtures_site: Site) -> None:
+    """Guards the build-keyed slot: a bundle that another build's loader left in the world, under its own
+    digest, is never run by this build's scripts."""
     page.goto(fixtures_site.url("reader/plain.html"))
     r = Reader(page)
     # An older build's loader left its snapshot bundle in this world under its own digest.
@@ -79,7 +84,9 @@ def test_a_bundle_of_another_build_is_never_run(page: Page, fixtures_site: Site)
 def test_a_page_that_redefines_globals_cannot_reach_or_tamper_with_the_bundle(
     page: Page, fixtures_site: Site
 ) -> None:
-    # The page's own script runs first, in its main world (fixtures/pages/tamper-globals.js).
+    """Guards the isolated world against the page: a page script that runs first in its main world
+    (fixtures/pages/tamper-globals.js), plants fakes under the bundles' slots and breaks the built-ins changes
+    nothing of the snapshot, click and type the isolated world runs."""
     page.add_init_script(tamper_script([reader.bundle_slot(name) for name in ("snapshot", "click", "type")]))
     page.goto(fixtures_site.url("reader/plain.html"))
     r = Reader(page)
@@ -101,6 +108,9 @@ def test_a_page_that_redefines_globals_cannot_reach_or_tamper_with_the_bundle(
 def test_history_traversal_runs_the_kept_bundle_with_a_cleared_registry(
     page: Page, fixtures_site: Site
 ) -> None:
+    """Guards a document that back/forward brings back (possibly from the back/forward cache, world and bundle
+    included): its kept bundle runs with the registry `pagehide` cleared, so an old handle is NODE_REPLACED
+    and new snapshots work."""
     page.goto(fixtures_site.url("reader/plain.html"))
     r = Reader(page)
     handle = by_label(r.snapshot(), "Press")["handle"]
@@ -128,6 +138,9 @@ def registry_present(world: HostWorld, key: str) -> bool:
 def test_the_short_form_runs_the_kept_bundle_and_nothing_in_a_world_without_it(
     page: Page, fixtures_site: Site
 ) -> None:
+    """Guards the short form in a real world: without the bundle it runs nothing (no registry, no typing, no
+    click) and answers the marker; once the whole script ran, it runs the kept function with the script's own
+    parameters, one effect per call."""
     page.goto(fixtures_site.url("reader/plain.html"))
     r = Reader(page)
     full = reader.snapshot_script(r.key, max_chars=12000, max_elements=200)
@@ -166,6 +179,9 @@ def test_the_short_form_runs_the_kept_bundle_and_nothing_in_a_world_without_it(
 
 
 def test_the_new_document_script_prepares_top_level_documents_only(page: Page, fixtures_site: Site) -> None:
+    """Guards reader.new_document_script: Chromium runs it in every new top-level document's world (the named
+    bundles installed, the others not), a same-origin frame's world of that name gets nothing, and the short
+    form answers at once in a prepared document."""
     r = Reader(page)
     cdp = r.world.cdp
     cdp.send("Page.enable")

@@ -54,6 +54,8 @@ MARK_VALUES = """() => {
 
 
 def test_corpus_is_complete() -> None:
+    """Guards the corpus itself: its list names all 107 entry pages (a missing corpus fails in CI and skips
+    elsewhere)."""
     if not PAGES:
         message = f"third-party corpus not found at {CORPUS}"
         if os.environ.get("CI"):  # CI always has shared/ beside the clone: a missing corpus is a failure
@@ -64,6 +66,9 @@ def test_corpus_is_complete() -> None:
 
 @pytest.mark.parametrize("entry", PAGES)
 def test_reader_on_corpus_page(page: Page, corpus_sites: dict[str, Site], entry: str) -> None:
+    """Guards the reader on one real page (module docstring): bounded, well-formed answers, no marked form
+    value anywhere, exact selectors, text exactly when the browser renders some, an honest cut at small
+    bounds, and continuation pages that list each node once and reach every control."""
     group, _, path = entry.partition("/")
     page.goto(corpus_sites[group].url(path), wait_until="load", timeout=20000)
     r = Reader(page)

@@ -29,6 +29,7 @@ def snapshot_script(key: str, max_chars: int, max_elements: int, cursor: dict[st
 
 
 def test_golden_covers_the_corpus() -> None:
+    """Guards the record: it holds a digest for exactly the corpus's entry pages."""
     if not PAGES:
         pytest.skip("third-party corpus not found (test_corpus.py::test_corpus_is_complete says why)")
     assert sorted(load_golden()["pages"]) == sorted(PAGES)
@@ -36,6 +37,8 @@ def test_golden_covers_the_corpus() -> None:
 
 @pytest.mark.parametrize("entry", PAGES)
 def test_reader_answers_as_recorded(page: Page, corpus_sites: dict[str, Site], entry: str) -> None:
+    """Guards corpus identity: the working reader's normalised answers on the page digest to the recorded
+    value (a change meant to be invisible keeps every digest)."""
     group, _, path = entry.partition("/")
     load_steady(page, corpus_sites[group].url(path))
     world = HostWorld(page)

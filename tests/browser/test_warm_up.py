@@ -88,6 +88,8 @@ def comparable(snap: dict[str, Any]) -> dict[str, Any]:
 def test_the_warm_up_runs_once_after_load_and_reads_nothing_of_the_page(
     page: Page, fixtures_site: Site
 ) -> None:
+    """Guards the warm-up's timing and footprint: it runs once per document, after `load`, leaves no registry,
+    answers only counts, and a reloaded document warms up again, once."""
     r = Reader(page)
     register(r)
     page.goto(fixtures_site.url("reader/states.html"))
@@ -111,6 +113,9 @@ def test_the_warm_up_runs_once_after_load_and_reads_nothing_of_the_page(
 def test_a_page_that_hooks_the_dom_sees_nothing_of_the_warm_up_and_cannot_change_the_snapshot(
     page: Page, fixtures_site: Site
 ) -> None:
+    """Guards the warm-up's invisibility: a page that hooks its DOM built-ins and observes mutations sees no
+    call and no record, the document's element count is unchanged, and the snapshot equals one of the same
+    page without hooks and without warm-up."""
     page.add_init_script(HOOK_DOM.read_text(encoding="utf-8"))
     r = Reader(page)
     register(r)
@@ -137,7 +142,8 @@ def test_a_page_that_hooks_the_dom_sees_nothing_of_the_warm_up_and_cannot_change
 
 
 def test_a_warm_up_after_a_snapshot_keeps_its_refs_and_continuation(page: Page, fixtures_site: Site) -> None:
-    """A snapshot can come before `load` (or the warm-up): the warm-up must not clear or replace it."""
+    """Guards a snapshot taken before `load` (or before the warm-up): the warm-up must not clear or replace
+    its handles or its continuation."""
     page.goto(fixtures_site.url("reader/plain.html"))
     r = Reader(page)
     first = r.snapshot(max_chars=5, max_elements=1)
@@ -151,6 +157,8 @@ def test_a_warm_up_after_a_snapshot_keeps_its_refs_and_continuation(page: Page, 
 
 
 def test_only_a_new_document_script_with_the_snapshot_bundle_warms_up() -> None:
+    """Guards where the warm-up is: in a new-document script that names the snapshot bundle, never in one
+    without it or in a preload script."""
     assert reader.WARM_UP in reader.new_document_script()
     assert reader.WARM_UP in reader.new_document_script(("click", "snapshot"))
     assert reader.WARM_UP not in reader.new_document_script(("click", "type"))

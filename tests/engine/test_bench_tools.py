@@ -42,7 +42,13 @@ def test_bench_prints_every_row_with_a_calibrated_ratio() -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     out = run.stdout
-    for row in ("full transaction, dict API", "full transaction, JSON bytes in/out", "next on an idle gateway"):
+    rows = (
+        "full transaction, dict API",
+        "full transaction, JSON bytes in/out",
+        "next on an idle gateway",
+        "full MCP tools/call (begin_mcp+2 advance)",
+    )
+    for row in rows:
         line = next(line for line in out.splitlines() if line.startswith(row))
         cells = re.findall(r"\d+\.\d+ \(\d+\.\d+\)|\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", line)
         assert len(cells) == 4, line  # two engines' median (p10), two ratios with their intervals

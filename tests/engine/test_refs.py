@@ -4,7 +4,7 @@ tabs; a snapshot may come in pages whose cursor continues the same snapshot.
 
 The renderer is scripted by hand: what matters here is what the gateway decides — the refs and cursor it
 issues, what it refuses before dispatch, how the next page joins the same snapshot, and which renderer
-answers are malformed. Real DOM behaviour is tested in tests/browser/test_reader_v11.py.
+answers are malformed. Real DOM behaviour is tested in tests/browser/ (test_continuation.py, test_states.py).
 """
 
 from __future__ import annotations

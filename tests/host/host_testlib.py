@@ -7,8 +7,11 @@ Chromium runs at a time.
 
 from __future__ import annotations
 
+import http.client
 import http.server
 import json
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -152,6 +155,101 @@ def no_browser_host(state: Path, client: str) -> Iterator[Host]:
         status, body = host.post("/v1/pair", {"client": client}, token="")
         assert status == 200, (status, body)
         host.token = str(body["token"])
+        yield host
+    finally:
+        process.stop()
+
+
+APPROVAL_WINDOW_S = 60
+"""The module host's pairing window: an operator approving through the CLI (a Python start-up) has ample
+time even on a loaded machine. Tests wait on the answer, never on wall time."""
+
+
+def cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT / "engine"), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "kelpie_gateway.host.cli", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+    )
+
+
+def manual_pairing_host(state: Path, window_s: int) -> HostProcess:
+    """A started ``--browser none`` host whose pairing requests wait ``window_s`` for the operator."""
+    process = HostProcess(
+        ["--browser", "none", "--approve-pairing", "manual", "--pairing-timeout", str(window_s)],
+        env={"KELPIE_GATEWAY_STATE_DIR": str(state)},
+    )
+    process.start()
+    return process
+
+
+def pair_request(host: Host, client: str, result: dict[str, Any]) -> threading.Thread:
+    def run() -> None:
+        result["status"], result["body"] = host.post("/v1/pair", {"client": client}, token="")
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def announced(host: Host, client: str) -> str:
+    """The host's log line announcing ``client``'s pairing request (its code and its window)."""
+    line = host.process.wait_for_line(f"pairing request from client {client!r}: code", APPROVAL_WINDOW_S)
+    assert line is not None, host.process.lines
+    return line
+
+
+def code_for(host: Host, client: str) -> str:
+    return announced(host, client).split(": code ", 1)[1].split()[0]
+
+
+def answered(thread: threading.Thread, result: dict[str, Any]) -> dict[str, Any]:
+    """Wait for the pairing request's answer (the event), bounded only by the host's approval window."""
+    thread.join(APPROVAL_WINDOW_S)
+    assert not thread.is_alive() and "status" in result, "the pairing request got no answer"
+    return result
+
+
+def pair_manually(host: Host, state: Path, client: str) -> str:
+    result: dict[str, Any] = {}
+    thread = pair_request(host, client, result)
+    code = code_for(host, client)
+    approved = cli("pair", "approve", code, env={"KELPIE_GATEWAY_STATE_DIR": str(state)})
+    assert approved.returncode == 0, approved.stderr
+    assert answered(thread, result)["status"] == 200, result
+    return str(result["body"]["token"])
+
+
+def raw(
+    host: Host, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", host.port, timeout=20)
+    try:
+        hdrs = {"Host": f"127.0.0.1:{host.port}", **(headers or {})}
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for key, value in hdrs.items():
+            conn.putheader(key, value)
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+@contextmanager
+def manually_paired_host(state: Path, client: str) -> Iterator[Host]:
+    """A host whose pairing requests wait for the operator (its admin socket in ``state``), paired once as
+    ``client`` through ``pair approve``; stopped on exit."""
+    process = manual_pairing_host(state, APPROVAL_WINDOW_S)
+    try:
+        host = Host(process, "", "python")
+        host.token = pair_manually(host, state, client)
         yield host
     finally:
         process.stop()

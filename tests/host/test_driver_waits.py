@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ class Relaunching:
         self.calls: list[str] = []
         self.lost = True
 
-    def on_gone(self, listener: Callable[[str | None], None]) -> None:
+    def listen(self, events: Any) -> None:
         pass
 
     def available(self) -> Awaitable[None] | None:
@@ -105,7 +105,7 @@ class Starting:
         self.calls: list[str] = []
         self.ended: list[str] = []
 
-    def on_gone(self, listener: Callable[[str | None], None]) -> None:
+    def listen(self, events: Any) -> None:
         pass
 
     def available(self) -> Awaitable[None] | None:

@@ -271,7 +271,7 @@ RICH = ["press_key", "fill", "scroll", "go_back", "go_forward", "wait_for_text"]
 
 
 def test_every_extension_through_mcp_by_name_and_through_kelpie_extension(browser_host: Host) -> None:
-    from test_mcp_python_journey import connect
+    from mcp_testlib import connect
 
     host = browser_host
 

@@ -1,48 +1,28 @@
-"""Raw HTTP checks of every transport rule of the reference host (ARCHITECTURE.md, "Reference Linux host and
-transport rules"), pairing with operator approval through the CLI, and the ``call`` command.
+"""Raw HTTP checks of every status rule of the reference host's routes (``host/server.py``; ARCHITECTURE.md,
+"Reference Linux host and transport rules"; docs/host.md "HTTP transport"), and the transport defects an
+adversarial review found (each test's docstring names what it guards). Pairing is ``test_pairing.py``,
+connections (lingering close, ``Expect``, half-close) ``test_http_connections.py``, the CLI ``test_cli.py``.
 
 The host runs ``--browser none`` here: transport rules do not need a renderer, and the no-browser fallback
-itself is checked (``browserAvailable:false``, DOM methods truthfully absent).
+itself is checked (``browserAvailable:false``, DOM methods truthfully absent). It is paired once through the
+operator's ``pair approve``.
 """
 
 from __future__ import annotations
 
-import http.client
+import gzip
 import json
-import os
 import socket
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from host_testlib import ROOT, Host
+from host_testlib import Host, manually_paired_host, raw
 from kelpie_gateway.host.launch import HostProcess
 
 pytestmark = pytest.mark.timeout(120)
 CAP = 4 * 1024 * 1024
-APPROVAL_WINDOW_S = 60
-"""The module host's pairing window: an operator approving through the CLI (a Python start-up) has ample
-time even on a loaded machine. Tests wait on the answer, never on wall time."""
-EXPIRY_WINDOW_S = 2
-"""A second host's pairing window, for the one test that lets a request expire (408)."""
-
-
-def cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT / "engine"), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "kelpie_gateway.host.cli", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -50,79 +30,10 @@ def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("kelpie-state")
 
 
-def manual_pairing_host(state: Path, window_s: int) -> HostProcess:
-    """A started ``--browser none`` host whose pairing requests wait ``window_s`` for the operator."""
-    process = HostProcess(
-        ["--browser", "none", "--approve-pairing", "manual", "--pairing-timeout", str(window_s)],
-        env={"KELPIE_GATEWAY_STATE_DIR": str(state)},
-    )
-    process.start()
-    return process
-
-
 @pytest.fixture(scope="module")
 def host(state: Path) -> Iterator[Host]:
-    process = manual_pairing_host(state, APPROVAL_WINDOW_S)
-    try:
-        wrapper = Host(process, "", "python")
-        wrapper.token = pair_manually(wrapper, state, "rules-client")
-        yield wrapper
-    finally:
-        process.stop()
-
-
-def pair_request(host: Host, client: str, result: dict[str, Any]) -> threading.Thread:
-    def run() -> None:
-        result["status"], result["body"] = host.post("/v1/pair", {"client": client}, token="")
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
-
-
-def announced(host: Host, client: str) -> str:
-    """The host's log line announcing ``client``'s pairing request (its code and its window)."""
-    line = host.process.wait_for_line(f"pairing request from client {client!r}: code", APPROVAL_WINDOW_S)
-    assert line is not None, host.process.lines
-    return line
-
-
-def code_for(host: Host, client: str) -> str:
-    return announced(host, client).split(": code ", 1)[1].split()[0]
-
-
-def answered(thread: threading.Thread, result: dict[str, Any]) -> dict[str, Any]:
-    """Wait for the pairing request's answer (the event), bounded only by the host's approval window."""
-    thread.join(APPROVAL_WINDOW_S)
-    assert not thread.is_alive() and "status" in result, "the pairing request got no answer"
-    return result
-
-
-def pair_manually(host: Host, state: Path, client: str) -> str:
-    result: dict[str, Any] = {}
-    thread = pair_request(host, client, result)
-    code = code_for(host, client)
-    approved = cli("pair", "approve", code, env={"KELPIE_GATEWAY_STATE_DIR": str(state)})
-    assert approved.returncode == 0, approved.stderr
-    assert answered(thread, result)["status"] == 200, result
-    return str(result["body"]["token"])
-
-
-def raw(
-    host: Host, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
-) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", host.port, timeout=20)
-    try:
-        hdrs = {"Host": f"127.0.0.1:{host.port}", **(headers or {})}
-        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-        for key, value in hdrs.items():
-            conn.putheader(key, value)
-        conn.putheader("Content-Length", str(len(body)))
-        conn.endheaders(body)
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
+    with manually_paired_host(state, "rules-client") as paired:
+        yield paired
 
 
 def auth(host: Host, **extra: str) -> dict[str, str]:
@@ -244,91 +155,107 @@ def test_notification_is_202_with_an_empty_body(host: Host) -> None:
     assert raw(host, "POST", "/mcp", note, auth(host)) == (202, b"")
 
 
-def test_pairing_denied_is_403(host: Host, state: Path) -> None:
-    result: dict[str, Any] = {}
-    thread = pair_request(host, "denied-client", result)
-    code = code_for(host, "denied-client")
-    denied = cli("pair", "deny", code, env={"KELPIE_GATEWAY_STATE_DIR": str(state)})
-    assert denied.returncode == 0, denied.stderr
-    assert answered(thread, result)["status"] == 403 and "token" not in json.dumps(result["body"])
-    # A decided code cannot be approved afterwards.
-    late = cli("pair", "approve", code, env={"KELPIE_GATEWAY_STATE_DIR": str(state)})
-    assert late.returncode == 1
+def exchange(host: Host, request: bytes, wait_s: float = 5.0) -> bytes:
+    with socket.create_connection(("127.0.0.1", host.port), timeout=wait_s) as sock:
+        sock.sendall(request)
+        reply = b""
+        try:
+            while True:
+                data = sock.recv(65536)
+                if not data:
+                    break
+                reply += data
+        except TimeoutError:
+            pass
+    return reply
 
 
-def test_unapproved_pairing_is_408_after_the_hosts_window(tmp_path: Path) -> None:
-    """Nobody approves: 408 once the window the host announced has passed — not before it (the bound is the
-    host's own announced window), and not the default 120 s either (the configured window is used)."""
-    process = manual_pairing_host(tmp_path, EXPIRY_WINDOW_S)
+def test_a_malformed_authorization_line_never_echoes_or_logs_the_token(host: Host) -> None:
+    """Guards: aiohttp's parser error for a header with a control character quoted the bearer back to the
+    client and into the operator log."""
+    head = (f"POST /v1/browser-control HTTP/1.1\r\nHost: 127.0.0.1:{host.port}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 2\r\n"
+            f"Authorization: Bearer {host.token}\r\r\n\r\n{{}}")
+    reply = exchange(host, head.encode())
+    assert reply.split(b"\r\n", 1)[0].endswith(b" 400 Bad Request"), reply[:80]
+    assert host.token.encode() not in reply
+    time.sleep(0.3)
+    assert not any(host.token in line for line in host.process.lines)
+    assert any("malformed HTTP request" in line and "details withheld" in line for line in host.process.lines)
+
+
+def test_a_corrupt_compressed_body_is_400_not_500(host: Host) -> None:
+    """Guards: a body whose ``Content-Encoding`` does not decode was answered 500 with a traceback."""
+    for path, headers in (("/v1/pair", {}), ("/v1/browser-control", {"Authorization": f"Bearer {host.token}"})):
+        body = b"\x1f\x8bnot gzip at all"
+        extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        reply = exchange(host, (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{host.port}\r\nContent-Type: application/json\r\n"
+            f"Content-Encoding: gzip\r\nContent-Length: {len(body)}\r\n{extra}\r\n").encode() + body)
+        assert reply.startswith(b"HTTP/1.1 400"), (path, reply[:120])
+        assert b"Traceback" not in reply
+    good = gzip.compress(b'{"version":1,"method":"capabilities","params":{}}')
+    reply = exchange(host, (
+        f"POST /v1/browser-control HTTP/1.1\r\nHost: 127.0.0.1:{host.port}\r\nContent-Type: application/json\r\n"
+        f"Content-Encoding: gzip\r\nContent-Length: {len(good)}\r\nAuthorization: Bearer {host.token}\r\n"
+        "Connection: close\r\n\r\n").encode() + good)
+    assert reply.startswith(b"HTTP/1.1 200"), reply[:120]
+
+
+def test_get_and_delete_on_mcp_check_host_and_bearer_first(host: Host) -> None:
+    """Guards: ``GET``/``DELETE /mcp`` answered 405 before the Host and bearer checks (a rebinding page could
+    probe the host)."""
+    foreign = exchange(host, b"GET /mcp HTTP/1.1\r\nHost: evil.example:1\r\nConnection: close\r\n\r\n")
+    assert foreign.startswith(b"HTTP/1.1 403"), foreign[:60]
+    anonymous = exchange(host, f"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{host.port}\r\nConnection: close\r\n\r\n"
+                         .encode())
+    assert anonymous.startswith(b"HTTP/1.1 401"), anonymous[:60]
+    paired = exchange(host, (f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{host.port}\r\n"
+                             f"Authorization: Bearer {host.token}\r\nConnection: close\r\n\r\n").encode())
+    assert paired.startswith(b"HTTP/1.1 405"), paired[:60]
+
+
+def test_a_client_cannot_forge_operator_log_lines(host: Host) -> None:
+    """Guards: a JSON-RPC method name with a newline wrote a forged line into the operator log."""
+    body = b'{"jsonrpc":"2.0","method":"notifications/x\\nrevoked the token of client \'a\'"}'
+    reply = exchange(host, (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{host.port}\r\n"
+                            f"Authorization: Bearer {host.token}\r\nContent-Type: application/json\r\n"
+                            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body)
+    assert reply.startswith(b"HTTP/1.1 202"), reply[:60]
+    time.sleep(0.3)
+    assert not any(line.startswith("revoked the token of client 'a'") for line in host.process.lines)
+
+
+def test_serving_ipv6_loopback_prints_and_accepts_its_own_address(state: Path) -> None:
+    """Guards: ``--bind ::1`` printed and accepted the wrong address (an IPv4 one, not ``[::1]:PORT``)."""
+    process = HostProcess(["--browser", "none", "--bind", "::1"], env={"KELPIE_GATEWAY_STATE_DIR": str(state)})
+    process.start()
     try:
-        host = Host(process, "", "python")
-        result: dict[str, Any] = {}
-        started = time.monotonic()
-        thread = pair_request(host, "slow-operator", result)
-        window = float(announced(host, "slow-operator").rsplit(" within ", 1)[1].split()[0])
-        assert window == EXPIRY_WINDOW_S
-        assert answered(thread, result)["status"] == 408, result
-        assert time.monotonic() - started >= window  # the host waited its whole window first
-        assert "token" not in json.dumps(result["body"])
-        assert process.wait_for_line("pairing request from client 'slow-operator' timed out", APPROVAL_WINDOW_S)
+        assert process.url.startswith("http://[::1]:"), process.url
+        port = int(process.url.rsplit(":", 1)[1])
+        with socket.create_connection(("::1", port), timeout=5) as sock:
+            sock.sendall(f"POST /v1/pair HTTP/1.1\r\nHost: [::1]:{port}\r\nContent-Type: text/plain\r\n"
+                         "Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
+            reply = sock.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 415"), reply[:60]  # past the Host check
     finally:
         process.stop()
 
 
-def test_pairing_token_is_issued_once_and_never_logged(host: Host, state: Path) -> None:
-    token = pair_manually(host, state, "second-client")
-    assert token != host.token and len(token) >= 43  # 256 bits, base64url
-    assert host.call("capabilities", token=token)["success"]
-    assert not any(token in line or host.token in line for line in host.process.lines)
-    # Revoking one client leaves the other working.
-    assert raw(host, "DELETE", "/v1/pair", b"", {"Authorization": f"Bearer {token}"})[0] == 200
-    assert (
-        raw(
-            host,
-            "POST",
-            "/v1/browser-control",
-            CAPS,
-            {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-        )[0]
-        == 401
-    )
-    assert host.call("capabilities")["success"]
-
-
-def test_pair_request_body_is_checked(host: Host) -> None:
-    assert raw(host, "POST", "/v1/pair", b"{oops", {"Content-Type": "application/json"})[0] == 400
-    assert raw(host, "POST", "/v1/pair", b'{"client": 5}', {"Content-Type": "application/json"})[0] == 400
-    assert raw(host, "POST", "/v1/pair", b'{"client":"x"}', {"Content-Type": "text/plain"})[0] == 415
-    assert (
-        raw(
-            host,
-            "POST",
-            "/v1/pair",
-            b'{"client":"x"}',
-            {"Content-Type": "application/json", "Origin": "null"},
-        )[0]
-        == 403
-    )
-
-
-def test_non_loopback_bind_is_refused() -> None:
-    done = cli("serve", "--browser", "none", "--bind", "0.0.0.0", "--port", "0", timeout=30)
-    assert done.returncode == 2
-    assert "loopback" in done.stderr and "listening" not in done.stdout
-
-
-def test_call_command(host: Host, tmp_path: Path) -> None:
-    token_file = tmp_path / "token"
-    token_file.write_text(host.token)
-    base = ["--url", host.url, "--token-file", str(token_file)]
-    done = cli("call", "capabilities", *base)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["browserAvailable"] is False
-    done = cli("call", "capabilities", *base, "--json")
-    assert json.loads(done.stdout)["success"] is True
-    refused = cli("call", "tab.snapshot", "--params", '{"tabId":"t1"}', *base)
-    assert refused.returncode == 1 and refused.stderr.startswith("refused: ")
-    bad = cli("call", "capabilities", "--params", "{not json", *base)
-    assert bad.returncode == 2
-    unpaired = cli("call", "capabilities", "--url", host.url, "--token", "wrong")
-    assert unpaired.returncode == 2 and "401" in unpaired.stderr
+def test_a_stalled_body_gets_408_instead_of_holding_the_connection(state: Path) -> None:
+    """Guards: a client that stops sending its body held the connection (and a handler) for ever."""
+    process = HostProcess(["--browser", "none"], env={"KELPIE_GATEWAY_STATE_DIR": str(state),
+                                                      "KELPIE_GATEWAY_BODY_TIMEOUT_S": "1"})
+    process.start()
+    try:
+        port = int(process.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            # a chunked body that announces a chunk and then stops sending
+            sock.sendall((f"POST /v1/pair HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                          "Transfer-Encoding: chunked\r\n\r\n10\r\n{\"client\"").encode())
+            started = time.monotonic()
+            reply = sock.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 408"), reply[:80]
+        assert time.monotonic() - started < 5
+    finally:
+        process.stop()

@@ -6,112 +6,24 @@ initialize handshake), the SDK's default ``mode="auto"`` (probes ``server/discov
 stateless revision instead of falling back) and pinned to ``"2026-07-28"`` (no probe at all: the first
 request already carries the per-request ``_meta`` envelope and routing headers).
 
-Each test opens its own tab so the tests stay independent while sharing one host per module.
+Each test opens its own tab so the tests stay independent while sharing one host per module. The SDK
+helpers are ``mcp_testlib.py``; the dialog journey is ``test_dialogs.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import concurrent.futures
 import json
 import urllib.request
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import httpx2
 import pytest
 from host_testlib import Host
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
+from mcp_testlib import MODERN, bc, connect, element, mode, ok, open_tab, run
 
 pytestmark = pytest.mark.timeout(120)
-
-MODERN = "2026-07-28"
-MODES = ["legacy", "auto", MODERN]
-
-
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    """How the SDK client connects: the handshake, its default probe, or pinned to the stateless revision."""
-    return str(request.param)
-
-
-@asynccontextmanager
-async def connect(
-    host: Host, mode: str, token: str | None = None, seen: list[httpx2.Response] | None = None
-) -> AsyncIterator[Client]:
-    """An SDK client in ``mode``; with ``seen``, every HTTP response it receives is kept (body read)."""
-    http = httpx2.AsyncClient(
-        headers={"Authorization": f"Bearer {token or host.token}"}, timeout=httpx2.Timeout(30.0, read=60.0)
-    )
-    if seen is not None:
-
-        async def keep(response: httpx2.Response) -> None:
-            await response.aread()
-            seen.append(response)
-
-        http.event_hooks["response"].append(keep)
-    async with (
-        http,
-        Client(streamable_http_client(f"{host.url}/mcp", http_client=http), mode=mode) as client,
-    ):
-        if mode != "legacy":  # auto must settle on the stateless revision, not fall back to the handshake
-            assert client.protocol_version == MODERN, (mode, client.protocol_version)
-        yield client
-
-
-async def bc(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """``kelpie_browser_control`` and the envelope it carries (structuredContent == text block)."""
-    result = await client.call_tool("kelpie_browser_control", {"method": method, "params": params})
-    envelope = result.structured_content
-    assert isinstance(envelope, dict), result
-    texts = [block.text for block in result.content if block.type == "text"]
-    assert json.loads(texts[0]) == envelope
-    assert bool(result.is_error) == (not envelope["success"])
-    return envelope
-
-
-async def ok(client: Client, method: str, params: dict[str, Any], *, retries: int = 5) -> dict[str, Any]:
-    """Call and require success. Like a careful agent, retry (bounded, every 0.2 s) exactly the refusals
-    that are retryable and guarantee nothing happened: BUSY, or a read discarded as RENDERER_CHANGED
-    because a navigation event landed while it ran. An unknown outcome (mayHaveCompleted) is never
-    retried. Two clients sharing the direct lane on purpose wait longer (``retries``)."""
-    envelope = await bc(client, method, params)
-    for _ in range(retries):
-        if envelope["success"] or not envelope["error"]["retryable"] or envelope["mayHaveCompleted"]:
-            break
-        await asyncio.sleep(0.2)
-        envelope = await bc(client, method, params)
-    assert envelope["success"], envelope
-    return dict(envelope["result"])
-
-
-async def ext(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool("kelpie_extension", {"name": name, "arguments": arguments})
-    envelope = result.structured_content
-    assert isinstance(envelope, dict), result
-    return envelope
-
-
-def element(snapshot: dict[str, Any], tag: str, label: str) -> dict[str, Any]:
-    for item in snapshot["elements"]:
-        if item.get("tag") == tag and label.lower() in str(item.get("label", "")).lower():
-            return dict(item)
-    raise AssertionError(f"no <{tag}> labelled {label!r} in {snapshot['elements']}")
-
-
-async def open_tab(client: Client, host: Host, page: str, *, retries: int = 5) -> str:
-    opened = await ok(client, "tabs.open", {"url": host.site(page)}, retries=retries)
-    return str(opened["tabId"])
-
-
-def run(coro: Any) -> Any:
-    """Run a journey on its own thread: another suite's Playwright sync API may hold a running event
-    loop on the main thread for the whole session, where asyncio.run() refuses to start."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+__all__ = ["mode"]  # the SDK connection mode fixture, used by name
 
 
 def test_connect_and_tools_list(browser_host: Host, mode: str) -> None:
@@ -279,44 +191,6 @@ def test_screenshot_is_one_image_block(browser_host: Host, mode: str) -> None:
             assert (envelope["result"]["width"], envelope["result"]["height"]) == (1280, 800)
             texts = "".join(block.text for block in shot.content if block.type == "text")
             assert images[0].data not in texts
-
-    run(body())
-
-
-def test_dialog_opened_by_a_click_is_handled_while_the_click_is_outstanding(
-    browser_host: Host, mode: str
-) -> None:
-    async def body() -> None:
-        async with connect(browser_host, mode) as client:
-            tab = await open_tab(client, browser_host, "dialog.html")
-            button = element(await ok(client, "tab.snapshot", {"tabId": tab}), "button", "confirmation")
-            click = asyncio.ensure_future(
-                bc(client, "tab.click", {"tabId": tab, "ref": button["ref"], "timeoutMs": 20000})
-            )
-            dialogs: list[dict[str, Any]] = []
-            for _ in range(100):
-                observed = await ext(client, "dialog_observe", {"tabId": tab})
-                assert observed["success"], observed
-                dialogs = observed["result"]["dialogs"]
-                if dialogs:
-                    break
-                await asyncio.sleep(0.1)
-            assert dialogs == [
-                {
-                    "tabId": tab,
-                    "type": "confirm",
-                    "message": "Proceed with the Kelpie test?",
-                    "defaultValue": "",
-                }
-            ]
-            assert not click.done()
-            busy = await bc(client, "tabs.list", {})
-            assert busy["error"]["code"] == "BUSY"  # the click is still outstanding on the direct lane
-            accepted = await ext(client, "dialog_accept", {"tabId": tab})
-            assert accepted["success"] and accepted["result"]["handled"] == "accepted"
-            clicked = await asyncio.wait_for(click, 10)
-            assert clicked["success"] and clicked["result"] == {"clicked": True}
-            assert "Answer: confirmed" in (await ok(client, "tab.snapshot", {"tabId": tab}))["text"]
 
     run(body())
 

@@ -27,6 +27,14 @@ pytestmark = pytest.mark.timeout(900)
 IGNORED = (".git", "build", ".venv", "node_modules", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis")
 
 
+READER_PROBE = (
+    "import hashlib, json; from kelpie_gateway import reader;"
+    "print(json.dumps({'files': sorted(p.relative_to(reader.JS_DIR).as_posix() for p in reader.JS_DIR.rglob('*')"
+    " if p.is_file()), 'bundles': {n: hashlib.sha256(reader.assemble_bundle(n).encode()).hexdigest()"
+    " for n in reader.BUNDLES}}))"
+)
+
+
 def _run(cmd: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -60,6 +68,11 @@ def test_fresh_venv_install_engine_only_then_host(tmp_path: Path) -> None:
     seen = json.loads(api.stdout)
     assert seen["file"].startswith(str(venv)) and seen["step"] == "authorize"
     assert seen["missing"] == ["playwright", "aiohttp", "mcp"]  # the engine needs none of them
+    # The wheel's reader: exactly the sources the bundles are made of (its parts included, nothing the
+    # tests alone use), assembling the very bundles of the checkout.
+    shipped = _run([str(py), "-c", READER_PROBE], elsewhere)
+    assert shipped.returncode == 0, shipped.stderr
+    assert json.loads(shipped.stdout) == json.loads(_run([sys.executable, "-c", READER_PROBE], ROOT).stdout)
     refused = _run([str(bin_dir / "kelpie-gateway"), "serve", "--port", "0"], elsewhere, timeout=60)
     assert refused.returncode == 2 and "kelpie-browser-gateway[host]" in refused.stderr
 

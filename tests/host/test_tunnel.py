@@ -609,7 +609,7 @@ def test_a_call_dropped_while_the_browser_is_relaunched_is_not_run(tmp_path: Pat
     browser is back. Before, it was cancelled as a dispatched mutation (an unknown outcome) and still ran
     after the relaunch: a tab its caller never learnt of (docs/contract-notes.md, "Calls abandoned before
     they ran")."""
-    from test_chaos import WORKS, chromium_processes, executable, kill, until
+    from faults_testlib import WORKS, chromium_processes, executable, kill, until
 
     wrapper = executable(tmp_path / "chromium", WORKS)
     with tunnel_world(tmp_path, "python", "--browser-executable", str(wrapper)) as world:

@@ -39,8 +39,8 @@ class HeldRenderer:
     async def close(self) -> None:
         return None
 
-    def on_gone(self, listener: Any) -> None:
-        """This fake never crashes nor exits, so it never calls ``listener``."""
+    def listen(self, events: Any) -> None:
+        """This fake never crashes nor exits, so it never reports an event."""
 
     def available(self) -> None:
         """This fake's browser never goes away: nothing to wait for."""

@@ -23,10 +23,11 @@ from aiohttp import web
 
 from kelpie_gateway.host.audit import DEFAULT_MAX_BYTES, AuditLog
 from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, state_dir
-from kelpie_gateway.host.browser import ChromiumRenderer, NoRenderer, Renderer, find_chromium, gateway_config
+from kelpie_gateway.host.browser import ChromiumRenderer, find_chromium
 from kelpie_gateway.host.driver import Driver, GatewayLike
-from kelpie_gateway.host.extensions import RichExtensions, host_config
+from kelpie_gateway.host.parts import PARTS, gateway_config
 from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, RedirectGuard, SitePolicy
+from kelpie_gateway.host.renderer import NoRenderer, Renderer
 from kelpie_gateway.host.server import (
     HostServer,
     QuietAppRunner,
@@ -136,8 +137,9 @@ class BrowserStack:
 
 
 def _gateway_config(opts: BrowserOptions, browser: bool) -> dict[str, Any]:
-    config = host_config(
-        gateway_config(browser=browser),
+    """The host's gateway config (``parts.gateway_config``) with the operator's ``--config FILE`` on top."""
+    config = gateway_config(
+        browser=browser,
         read_only=opts.read_only,
         include=opts.extensions_include,
         exclude=opts.extensions_exclude,
@@ -240,21 +242,6 @@ async def start_stack(
     runners: list[web.AppRunner] = []
     renderer: Renderer = NoRenderer()
     ready: asyncio.Future[None] | None = None
-    gateway_box: list[GatewayLike] = []
-
-    def invalidate(tab_id: str) -> None:
-        if gateway_box:
-            gateway_box[0].invalidate_refs(tab_id)
-
-    def closed(tab_id: str) -> None:
-        """A tab is gone for good: the gateway forgets it, so every call naming it is TAB_NOT_FOUND."""
-        if gateway_box:
-            noted = gateway_box[0].advance({"tabClosed": tab_id})
-            if noted.get("reconcileCleared"):
-                log(
-                    f"tab {tab_id} is closed: its RECONCILE_REQUIRED mark is void (calls naming it: TAB_NOT_FOUND)"
-                )
-
     try:
         site_runner = QuietAppRunner(site_app(site_root))
         await site_runner.setup()
@@ -266,9 +253,8 @@ async def start_stack(
         if browser:
             chromium = ChromiumRenderer(
                 executable=find_chromium(opts.browser_executable),
-                on_invalidate=invalidate,
-                on_closed=closed,
                 log=log,
+                parts=PARTS,
                 guard=guard,
                 viewport=None if opts.viewport is None else _viewport(opts.viewport),
                 headless=not opts.headed,
@@ -276,7 +262,6 @@ async def start_stack(
                 cdp_endpoint=opts.cdp_endpoint,
             )
             renderer = chromium
-            RichExtensions(chromium).install()
             if guard is not None:
                 renderer = PolicyRenderer(chromium, guard)
             if defer_browser:
@@ -285,7 +270,6 @@ async def start_stack(
             else:
                 await chromium.start(site_url)
         gateway = make_gateway(config, via_abi=opts.via_abi, library=opts.abi_library)
-        gateway_box.append(gateway)
     except Exception as exc:
         for runner in reversed(runners):
             with contextlib.suppress(Exception):

@@ -284,10 +284,10 @@ def _pair_request(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- serve / mcp / demo
 def version_text() -> str:
     """``kelpie-gateway X.Y.Z (contract v1 revision 1.1; MCP …)``: what ``--version`` prints."""
-    from kelpie_gateway import MCP_PROTOCOL_VERSIONS, MCP_STATELESS_VERSIONS, __version__
+    from kelpie_gateway import MCP_PROTOCOL_VERSIONS, MCP_STATELESS_VERSIONS, VERSION
 
     mcp = ", ".join((*MCP_PROTOCOL_VERSIONS, *MCP_STATELESS_VERSIONS))
-    return f"kelpie-gateway {__version__} (contract v1 revision 1.1; MCP {mcp})"
+    return f"kelpie-gateway {VERSION} (contract v1 revision 1.1; MCP {mcp})"
 
 
 class _Version(argparse.Action):

@@ -50,8 +50,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kelpie_gateway import jsonrpc_error
 from kelpie_gateway.host.audit import AuditLog
-from kelpie_gateway.host.browser import Renderer, fail
+from kelpie_gateway.host.renderer import Renderer, fail
 
 JsonObject = dict[str, Any]
 FIRST = asyncio.FIRST_COMPLETED
@@ -139,7 +140,9 @@ a response over its frame cap with a RESPONSE_TOO_LARGE refusal)."""
 
 
 class Driver:
-    """Drives transactions of one gateway against one renderer; see the module docstring.
+    """Drives transactions of one gateway against one renderer; see the module docstring. It is also the
+    renderer's one event sink (``renderer.RendererEvents``, registered with ``renderer.listen``): it owns the
+    gateway, so refs invalidated, tabs closed and renderers gone reach the gateway through it.
 
     ``audit``: the ``--audit-log`` file; every ``complete`` step of a canonical transaction is recorded
     there with its :class:`Caller`."""
@@ -162,7 +165,7 @@ class Driver:
         self._late: set[asyncio.Future[Any]] = set()
         self._inflight: dict[str, _Inflight] = {}
         self._retiring: dict[str, str | None] = {}  # transaction -> tab of its stuck dispatch
-        renderer.on_gone(self.renderer_gone)
+        renderer.listen(self)
 
     # ------------------------------------------------------------------ entry points
     async def canonical(self, body: bytes | Mapping[str, Any], caller: Caller | None = None) -> JsonObject:
@@ -204,6 +207,19 @@ class Driver:
         if tab is not None:
             self.log(
                 f"response of {transaction} not delivered (client gone): tab {_printable(tab)} needs a reconcile"
+            )
+
+    # ------------------------------------------------------------------ renderer events (RendererEvents)
+    def refs_invalidated(self, tab_id: str) -> None:
+        """A main-frame navigation, close or crash in ``tab_id``: the gateway voids its refs (CONTRACT.md §6)."""
+        self.gateway.invalidate_refs(tab_id)
+
+    def tab_closed(self, tab_id: str) -> None:
+        """A tab is gone for good: the gateway forgets it, so every call naming it is TAB_NOT_FOUND."""
+        noted = self.gateway.advance({"tabClosed": tab_id})
+        if noted.get("reconcileCleared"):
+            self.log(
+                f"tab {tab_id} is closed: its RECONCILE_REQUIRED mark is void (calls naming it: TAB_NOT_FOUND)"
             )
 
     def renderer_gone(self, tab_id: str | None) -> None:
@@ -588,9 +604,5 @@ def _printable(value: object, limit: int = 80) -> str:
 
 def _host_failure(message: str, mcp: bool) -> JsonObject:
     """A complete step for a host-side failure: JSON-RPC -32603 or an INTERNAL envelope (errors are values)."""
-    response: JsonObject = (
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": message}}
-        if mcp
-        else _internal_envelope(message)
-    )
+    response: JsonObject = jsonrpc_error(None, -32603, message) if mcp else _internal_envelope(message)
     return {"step": "complete", "response": response, "audit": {}}

@@ -16,8 +16,9 @@ Where it applies:
 1. **The authorize step** (:meth:`SitePolicy.authorize`): ``tab.navigate`` and ``tabs.open`` to a refused
    URL are answered ``NOT_AUTHORIZED`` before anything is dispatched (``mayHaveCompleted:false``, no
    reconcile mark, CONTRACT.md §5).
-2. **The browser's request routing** (:meth:`SitePolicy.refusal`, used by ``ChromiumRenderer`` through
-   Playwright's ``context.route`` and by :class:`RedirectGuard` through CDP ``Fetch``): every request to a
+2. **The browser's request routing** (:meth:`SitePolicy.refusal`, used by the renderer's routing part,
+   ``host/browser/routing.py``, through Playwright's ``context.route`` and by :class:`RedirectGuard` through
+   CDP ``Fetch``): every request to a
    refused origin is aborted (``net::ERR_BLOCKED_BY_CLIENT``) and logged — subframes, ``window.open``
    popups, subresources, and redirect hops (Playwright's routing never sees a redirect's next hop, so each
    tab also has its own CDP ``Fetch`` interception that does).

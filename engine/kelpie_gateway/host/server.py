@@ -61,7 +61,7 @@ from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 from aiohttp.web_server import Server
 
-from kelpie_gateway import mcp_http_refusal
+from kelpie_gateway import jsonrpc_error, mcp_http_refusal
 from kelpie_gateway.host.auth import Pairing, TokenStore
 from kelpie_gateway.host.auth import state_dir as state_dir  # re-exported: it moved to auth (a light import)
 from kelpie_gateway.host.driver import Caller, Driver
@@ -100,10 +100,6 @@ def _envelope_error(code: str, message: str) -> JsonObject:
     }
 
 
-def _rpc_error(code: int, message: str) -> JsonObject:
-    return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-
-
 AIOHTTP_INTERNALS: dict[str, tuple[str, ...]] = {
     "aiohttp.web_protocol.RequestHandler": ("_messages", "_waiter", "_request_count"),
     "aiohttp.web_server.Server": ("_loop", "_kwargs"),
@@ -111,7 +107,7 @@ AIOHTTP_INTERNALS: dict[str, tuple[str, ...]] = {
 }
 """The private aiohttp names the half-close support below reads. aiohttp has no public hook for "end-of-file
 while requests are still queued", so ``pyproject.toml`` pins aiohttp to the range these were tested on and
-``tests/host/test_aiohttp_internals.py`` fails, naming each missing one, if an aiohttp release drops them.
+``tests/host/test_http_connections.py`` fails, naming each missing one, if an aiohttp release drops them.
 Should one disappear anyway, :class:`_QuietRequestHandler` logs once and falls back to aiohttp's own
 behaviour (a half-closed client's connection is closed unanswered) instead of failing each connection."""
 
@@ -273,7 +269,7 @@ class _QuietServer(Server):
 def _bad_body(template: JsonObject, message: str) -> JsonObject:
     """A 400 answer in the route's own dialect (envelope or JSON-RPC), from its 413 template."""
     if "jsonrpc" in template:
-        return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": message}}
+        return jsonrpc_error(None, -32700, message)
     return _envelope_error("INVALID_JSON", message)
 
 
@@ -310,7 +306,7 @@ def unauthorized_message(verdict: str) -> str:
 
 def _rpc_refusal(_code: str, message: str) -> JsonObject:
     """A transport refusal on ``/mcp``: JSON-RPC -32600."""
-    return _rpc_error(-32600, message)
+    return jsonrpc_error(None, -32600, message)
 
 
 def _pair_refusal(code: str, message: str) -> JsonObject:
@@ -532,7 +528,7 @@ class HostServer:
             self._admit(request, err)
         except _Refused as refused:
             return await _refuse(request, refused)
-        return _json(405, _rpc_error(-32600, "only POST is supported on /mcp"), {"Allow": "POST"})
+        return _json(405, jsonrpc_error(None, -32600, "only POST is supported on /mcp"), {"Allow": "POST"})
 
     async def mcp(self, request: web.Request) -> web.StreamResponse:
         """``POST /mcp``: one JSON-RPC message (CONTRACT.md §7); JSON answer, 202 for notifications."""
@@ -543,7 +539,7 @@ class HostServer:
             token = self._admit(request, err)
             self._check_type(request, err)
             body = await self._read(
-                request, _rpc_error(-32600, f"the request body is over {MAX_BODY} bytes (4 MiB)")
+                request, jsonrpc_error(None, -32600, f"the request body is over {MAX_BODY} bytes (4 MiB)")
             )
             refusal = mcp_http_refusal(body, request.headers.items())
             if refusal is not None:

@@ -61,7 +61,7 @@ import aiohttp
 import orjson
 from yarl import URL
 
-from kelpie_gateway import __version__
+from kelpie_gateway import VERSION, jsonrpc_error
 from kelpie_gateway.host.driver import Abandon, Caller, Driver
 
 JsonObject = dict[str, Any]
@@ -209,7 +209,7 @@ def fit_response(step: JsonObject) -> JsonObject:
             },
         }
     else:
-        fitted = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": message}}
+        fitted = jsonrpc_error(rid, -32603, message)
     audit.update(outcome="unknown" if ran else "refused", code="RESPONSE_TOO_LARGE", mayHaveCompleted=ran)
     return {**step, "response": fitted, "audit": audit}
 
@@ -382,7 +382,7 @@ class Tunnel:
                 "clientInfo": {
                     "name": "kelpie-gateway",
                     "title": "Kelpie browser gateway",
-                    "version": __version__,
+                    "version": VERSION,
                 },
             },
         )
@@ -436,11 +436,7 @@ class Tunnel:
             if "method" in message:
                 raise _Closed(f"refusing to send a {len(data)}-byte {message['method']} frame")
             data = orjson.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": message.get("id"),
-                    "error": {"code": -32603, "message": f"the response ({len(data)} bytes) is over 8 MiB"},
-                }
+                jsonrpc_error(message.get("id"), -32603, f"the response ({len(data)} bytes) is over 8 MiB")
             )
         target = self._ws if ws is None else ws
         if target is None or target.closed or target is not self._ws:
@@ -487,12 +483,7 @@ class Tunnel:
             try:
                 message = orjson.loads(text)
             except orjson.JSONDecodeError:
-                self._spawn(
-                    self._send_quietly(
-                        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}},
-                        ws,
-                    )
-                )
+                self._spawn(self._send_quietly(jsonrpc_error(None, -32700, "parse error"), ws))
                 continue
             if not isinstance(message, dict):
                 continue
@@ -552,14 +543,10 @@ class Tunnel:
             else:
                 result = await self._handle(method, args)
         except _RpcFailure as exc:
-            reply: JsonObject = {
-                "jsonrpc": "2.0",
-                "id": rid,
-                "error": {"code": exc.code, "message": str(exc)},
-            }
+            reply = jsonrpc_error(rid, exc.code, str(exc))
         except Exception as exc:  # errors are values: a host bug answers -32603, the tunnel stays up
             self.log(f"tunnel: host error answering {method[:60]!r}: {_describe(exc)}")
-            reply = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "internal error"}}
+            reply = jsonrpc_error(rid, -32603, "internal error")
         else:
             reply = result if "jsonrpc" in result else {"jsonrpc": "2.0", "id": rid, "result": result}
         sent = await self._send_quietly(reply, ws)

@@ -1,0 +1,25 @@
+"""The reference host's renderer: headless Chromium driven by Playwright, in parts (docs/host.md "Layout of
+the host").
+
+``chromium`` (:class:`ChromiumRenderer` and what a part of it is), ``lifecycle`` (launch, attach, relaunch, close),
+``pages`` (tabs: births, adoption, crash, revival, close), ``common`` (``Tab``, what the pieces share),
+``world`` (the isolated world: sessions, worlds, ``browser-control-evaluate``), ``endpoints`` (the built-in
+endpoints), ``routing`` (the site policy's request routing). The list of parts is
+``kelpie_gateway.host.parts.PARTS``; the renderer contract is ``kelpie_gateway.host.renderer``.
+"""
+
+from kelpie_gateway import WORLD_NAME
+
+from .chromium import ChromiumRenderer
+from .lifecycle import CHROMIUM_FLAGS, DEFAULT_CHROMIUM, VIEWPORT, find_chromium
+from .world import PRELOADED
+
+__all__ = [
+    "CHROMIUM_FLAGS",
+    "DEFAULT_CHROMIUM",
+    "PRELOADED",
+    "VIEWPORT",
+    "WORLD_NAME",
+    "ChromiumRenderer",
+    "find_chromium",
+]

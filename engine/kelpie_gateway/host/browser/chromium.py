@@ -1,0 +1,270 @@
+"""The reference host's renderer: headless Chromium driven by Playwright, assembled from parts
+(ARCHITECTURE.md, transport rules; docs/host.md "Layout of the host").
+
+:class:`ChromiumRenderer` implements :class:`~kelpie_gateway.host.renderer.Renderer`. ``call(method,
+params)`` never raises: it returns the native result ``{"success": true, ...}`` or ``{"success": false,
+"error": {"code", "message"}}`` (CONTRACT.md §3, "Native endpoint results"). It is made of the browser's
+lifecycle (``lifecycle.py``: launch, attach, relaunch, close), its tabs (``pages.py``: births, adoption,
+crash, revival, close) and the parts it is given.
+
+A **part** (:class:`Part`) serves native endpoints and follows the browser's events. It declares each
+endpoint on the method that handles it, with :func:`endpoint`: a built-in endpoint by its method name
+(CONTRACT.md §3), an extension by its descriptor (CONTRACT.md §2: ``name``, ``method``, ``inputSchema``,
+``mutates`` …), so the descriptor and its handler stand side by side. The renderer installs the parts of
+``kelpie_gateway.host.parts.PARTS`` (the one list: the built-in endpoints, the dialogs, the isolated world,
+the site policy's routing, the rich extensions), registers their endpoints and tells them, in list order,
+the events of ``common.TabHooks`` (a context launched; a tab attached to a page, navigated, crashed,
+closed). Handlers may raise: ``call`` answers :class:`~kelpie_gateway.host.renderer.Refused` with its result
+and anything else as ``RENDERER_FAILED``.
+
+Browser events go to one sink, set with :meth:`ChromiumRenderer.listen` (the driver): refs invalidated on
+main-frame navigation, tab close and renderer crash; a tab closed for good; a renderer crash or the
+browser's exit. Faults (CONTRACT.md §5 v1.1, docs/host.md "Liveness"): a crashed tab is refused by every
+endpoint with nothing run until ``navigate`` revives it or ``close-tab`` closes it; a browser that exited
+is relaunched (or reattached) and :meth:`ChromiumRenderer.available` lets the next call wait for it;
+:meth:`~ChromiumRenderer.stop_script` (CDP ``Runtime.terminateExecution``) and
+:meth:`~ChromiumRenderer.close_target` end a script that never yields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from playwright.async_api import BrowserContext, Page
+from playwright.async_api import Error as PlaywrightError
+
+from kelpie_gateway.host.renderer import Endpoint, JsonObject, Refused, RendererEvents, fail
+
+from .common import Tab, short
+from .lifecycle import Lifecycle
+from .pages import Pages
+
+if TYPE_CHECKING:
+    from kelpie_gateway.host.policy import RedirectGuard
+
+_MARK = "_kelpie_endpoint"
+H = TypeVar("H", bound=Callable[..., Awaitable[JsonObject]])
+
+
+def endpoint(spec: str | JsonObject) -> Callable[[H], H]:
+    """Mark a :class:`Part` method as the handler of a native endpoint: ``spec`` is the endpoint's method
+    name (a built-in endpoint) or an extension descriptor whose ``method`` names it."""
+
+    def mark(handler: H) -> H:
+        setattr(handler, _MARK, spec)
+        return handler
+
+    return mark
+
+
+class Part:
+    """A piece of the :class:`ChromiumRenderer`; see the module docstring. Subclasses mark their handlers with
+    :func:`endpoint` and override the event hooks they need (each does nothing by default)."""
+
+    descriptors: ClassVar[tuple[JsonObject, ...]] = ()
+    """The extension descriptors the part serves, in declaration order (what the gateway config lists)."""
+    handlers: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """``(native method, attribute)`` of each marked handler, in declaration order."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        marked: dict[str, str | JsonObject] = {}
+        for klass in reversed(cls.__mro__):
+            for attr, value in vars(klass).items():
+                spec = getattr(value, _MARK, None)
+                if spec is not None:
+                    marked[attr] = spec
+        cls.handlers = tuple((s if isinstance(s, str) else str(s["method"]), a) for a, s in marked.items())
+        cls.descriptors = tuple(s for s in marked.values() if not isinstance(s, str))
+
+    def __init__(self, renderer: ChromiumRenderer) -> None:
+        self.renderer = renderer
+
+    def endpoints(self) -> dict[str, Endpoint]:
+        """``{native method: bound handler}`` for the renderer to register."""
+        return {method: getattr(self, attr) for method, attr in self.handlers}
+
+    async def launched(self, context: BrowserContext) -> None:
+        """A browser context is new (before any tab of it is adopted)."""
+
+    def attached(self, tab: Tab) -> None:
+        """``tab`` has a new page (adopted, or revived after a crash), before it navigates."""
+
+    def navigated(self, tab: Tab) -> None:
+        """``tab``'s main frame navigated (``tab.generation`` already bumped)."""
+
+    def crashed(self, tab: Tab) -> None:
+        """``tab``'s renderer crashed (``tab.crashed`` already set)."""
+
+    def closed(self, tab: Tab) -> None:
+        """``tab`` is gone: closed by anyone, or gone with its browser."""
+
+
+P = TypeVar("P", bound=Part)
+
+
+class _Unheard:
+    """The event sink before anyone listens: events are dropped (nothing owns a gateway yet)."""
+
+    def refs_invalidated(self, tab_id: str) -> None:
+        return None
+
+    def tab_closed(self, tab_id: str) -> None:
+        return None
+
+    def renderer_gone(self, tab_id: str | None) -> None:
+        return None
+
+
+class ChromiumRenderer:
+    """Headless Chromium with one context, made of ``parts``; see the module docstring.
+
+    ``parts``: the part classes to install, in order (``kelpie_gateway.host.parts.PARTS``; tests may give
+    fewer). ``guard``: the site policy's redirect guard when the policy is restrictive (used by the routing
+    part). ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part)."""
+
+    def __init__(
+        self,
+        *,
+        executable: str | None,
+        log: Callable[[str], None],
+        parts: Sequence[type[Part]],
+        dialog_timeout_s: float = 60.0,
+        guard: RedirectGuard | None = None,
+        viewport: Mapping[str, int] | None = None,
+        headless: bool = True,
+        user_data_dir: str | None = None,
+        cdp_endpoint: str | None = None,
+    ) -> None:
+        self.log = log
+        self.guard = guard
+        self.dialog_timeout_s = dialog_timeout_s
+        self.events: RendererEvents = _Unheard()
+        self.lifecycle = Lifecycle(
+            self,
+            executable=executable,
+            viewport=viewport,
+            headless=headless,
+            user_data_dir=user_data_dir,
+            cdp_endpoint=cdp_endpoint,
+        )
+        self.pages = Pages(self)
+        self._background: set[asyncio.Future[Any]] = set()
+        self._handlers: dict[str, Endpoint] = {}
+        self.parts: tuple[Part, ...] = tuple(kind(self) for kind in parts)
+        for part in self.parts:
+            for method, handler in part.endpoints().items():
+                self.register(method, handler)
+
+    # ----------------------------------------------------------------- what parts use
+    @property
+    def methods(self) -> list[str]:
+        """The native endpoints this renderer implements (the gateway's ``nativeMethods``)."""
+        return list(self._handlers)
+
+    @property
+    def description(self) -> str:
+        """One line for the operator: version, mode and where the browser is."""
+        return self.lifecycle.description
+
+    @property
+    def context(self) -> BrowserContext | None:
+        return self.lifecycle.context
+
+    def register(self, method: str, handler: Endpoint) -> None:
+        """Add native endpoint ``method`` (it may raise: :meth:`call` turns exceptions into
+        ``RENDERER_FAILED`` results)."""
+        self._handlers[method] = handler
+
+    def part(self, kind: type[P]) -> P | None:
+        """The installed part of class ``kind``, or None."""
+        return next((part for part in self.parts if isinstance(part, kind)), None)
+
+    def page_of(self, tab_id: str) -> Page | None:
+        """The Playwright page of tab ``tab_id``, or None."""
+        tab = self.pages.get(tab_id)
+        return tab.page if tab is not None else None
+
+    def newest_page(self) -> Page | None:
+        """The page of the most recently opened tab, or None."""
+        tab = self.pages.newest()
+        return tab.page if tab is not None else None
+
+    def refusal(self, tab_id: Any) -> JsonObject | None:
+        """None when ``tab_id`` names a live tab; else the refusal the built-in natives answer, with nothing
+        run (``mayHaveCompleted:false``): ``TAB_NOT_FOUND``, or ``RENDERER_FAILED`` for a tab whose renderer
+        crashed (``tab.navigate`` or ``tabs.close`` recovers it)."""
+        try:
+            self.pages.live(tab_id)
+        except Refused as refused:
+            return refused.result
+        return None
+
+    def spawn(self, aw: Awaitable[Any]) -> asyncio.Future[Any]:
+        """Run ``aw`` in the background (kept referenced until it is done); returns its task."""
+        task = asyncio.ensure_future(aw)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    def tell_closed(self, tab_id: str) -> None:
+        """Tell the sink that ``tab_id`` is gone for good (a sink bug must not break the browser's events)."""
+        try:
+            self.events.tab_closed(tab_id)
+        except Exception as exc:
+            self.log(f"tab-closed listener failed: {type(exc).__name__}: {short(exc)}")
+
+    def tell_gone(self, tab_id: str | None) -> None:
+        """Tell the sink that ``tab_id``'s renderer crashed (None: the browser exited)."""
+        try:
+            self.events.renderer_gone(tab_id)
+        except Exception as exc:
+            self.log(f"renderer-gone listener failed: {type(exc).__name__}: {short(exc)}")
+
+    # ----------------------------------------------------------------- the Renderer protocol
+    async def start(self, first_url: str | None) -> None:
+        """Start the browser and open ``first_url`` in the first tab (``lifecycle.py``)."""
+        await self.lifecycle.start(first_url)
+
+    def listen(self, events: RendererEvents) -> None:
+        """Report every later browser event to ``events`` (the driver)."""
+        self.events = events
+
+    async def call(self, method: str, params: Mapping[str, Any]) -> JsonObject:
+        """Run native endpoint ``method`` once with ``params``; never raises (errors are results)."""
+        handler = self._handlers.get(method)
+        if handler is None:
+            return fail("RENDERER_FAILED", f"this host has no native endpoint {method!r}")
+        if self.lifecycle.lost:  # it exited after :meth:`available` said it was there: nothing is run
+            what = "reattaches to" if self.lifecycle.cdp_endpoint else "starts"
+            return fail(
+                "BROWSER_UNAVAILABLE",
+                f"the browser exited just before this call; nothing was run; the host {what} it on the next call",
+                mayHaveCompleted=False,
+            )
+        try:
+            return await handler(params)
+        except Refused as refused:
+            return refused.result
+        except PlaywrightError as exc:
+            return fail("RENDERER_FAILED", short(exc))
+        except Exception as exc:  # the renderer boundary: errors are values
+            return fail("RENDERER_FAILED", f"{type(exc).__name__}: {short(exc)}")
+
+    def available(self) -> Awaitable[JsonObject | None] | None:
+        """See :meth:`Renderer.available` (``lifecycle.py``)."""
+        return self.lifecycle.available()
+
+    async def stop_script(self, tab_id: str | None) -> bool:
+        """CDP ``Runtime.terminateExecution`` on ``tab_id``'s target; False when there is no such live tab."""
+        return await self.pages.stop_script(tab_id)
+
+    async def close_target(self, tab_id: str | None) -> bool:
+        """Close ``tab_id``'s page without unload handlers (its renderer goes with it)."""
+        return await self.pages.close_target(tab_id)
+
+    async def close(self) -> None:
+        """Close the browser this host launched; an attached one is only disconnected."""
+        await self.lifecycle.close()

@@ -1,0 +1,245 @@
+"""The isolated world: the part that runs the gateway's fixed scripts (``browser-control-evaluate``) in each
+document's world ``KelpieBrowserControl`` (docs/host.md "Fixed scripts: one world per document"; CONTRACT.md §9).
+
+* ``browser-control-evaluate`` runs the script in the isolated world ``KelpieBrowserControl`` of the tab's
+  main frame: CDP ``Page.createIsolatedWorld`` once per document, then ``Runtime.evaluate`` with
+  ``contextId``, ``returnByValue`` and ``awaitPromise``; a thrown script is ``RENDERER_FAILED``.
+* Each tab's one CDP session (opened when the tab gets its page, before it navigates) registers
+  :data:`NEW_DOCUMENT`, so Chromium makes the world of every new top-level document as the document is
+  created and installs the snapshot, click and type bundles there; the host asks for the world's context id
+  when the document commits, while it still loads. A script whose bundle the world holds is sent in its
+  short form (:func:`kelpie_gateway.kept_script`), else whole; a script never depends on any of this (it
+  installs its own bundle when the world lacks it), and a context that vanished in between is created again.
+* The tab's session is :attr:`~kelpie_gateway.host.browser.common.Tab.cdp` (stopping a stuck script uses it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from playwright.async_api import CDPSession
+from playwright.async_api import Error as PlaywrightError
+
+from kelpie_gateway import (
+    WORLD_NAME,
+    bundle_missing,
+    bundle_slot,
+    kept_script,
+    new_document_script,
+    preload_script,
+)
+from kelpie_gateway.host.renderer import JsonObject, fail
+
+from .chromium import Part, endpoint
+from .common import Tab, short, state_of
+
+PRELOADED = ("snapshot", "click", "type")
+"""The bundles every new top-level document's world gets as the document is created: what an agent's
+first calls on a page are (a snapshot, then clicks and typing); the rich extensions' bundles install
+with their first script."""
+NEW_DOCUMENT = new_document_script(PRELOADED)
+"""Registered once per tab (``Page.addScriptToEvaluateOnNewDocument`` with ``worldName``): Chromium makes
+the world of every new top-level document and runs this in it before any page script (docs/host.md
+"Fixed scripts: one world per document"). A constant text: compiled once per renderer process."""
+PRELOAD = preload_script(PRELOADED)
+"""The same installation run with ``Runtime.evaluate`` when a document commits that was created before the
+tab's registration took effect (a popup's first document)."""
+
+
+@dataclass
+class DocumentWorld:
+    """A document's isolated world: the tab's CDP session, the world's execution context id, and the
+    bundle slots the host expects the world to hold (:func:`kelpie_gateway.kept_script`: a script whose
+    slot is here is sent in its short form; a world that turns out not to hold it drops it)."""
+
+    cdp: CDPSession
+    context_id: int
+    kept: set[str] = field(default_factory=set)
+
+
+@dataclass
+class TabWorld:
+    """What the world part keeps per tab: the future opening its CDP session (``Tab.cdp`` once open), whether
+    :data:`NEW_DOCUMENT` runs in its new documents, the main frame's CDP id (fetched once per session) and
+    the current document's worlds by name (until the next main-frame navigation, crash or a vanished
+    context)."""
+
+    session: asyncio.Future[CDPSession] | None = field(default=None, repr=False)
+    registered: bool = False
+    frame_id: str | None = None
+    worlds: dict[str, asyncio.Future[DocumentWorld]] = field(default_factory=dict)
+
+    def reset(self, tab: Tab) -> None:
+        """A new page, or a crashed one: nothing of the old session or its worlds is used again."""
+        self.worlds.clear()
+        tab.cdp, self.frame_id, self.session, self.registered = None, None, None, False
+
+
+def _retrieved(done: asyncio.Future[Any]) -> None:
+    """A done callback: the future's exception counts as retrieved (it is awaited when used)."""
+    if not done.cancelled():
+        done.exception()
+
+
+class World(Part):
+    """The isolated world of each tab's current document; see the module docstring."""
+
+    @staticmethod
+    def of(tab: Tab) -> TabWorld:
+        return state_of(tab, TabWorld)
+
+    # ----------------------------------------------------------------- tab events
+    def attached(self, tab: Tab) -> None:
+        self.of(tab).reset(tab)
+        if self.renderer.context is not None:  # before its first navigation: every document is prepared
+            tab.pending.append(self._start_session(tab))
+
+    def navigated(self, tab: Tab) -> None:
+        # A new document: its world is made now, while it loads (a same-document change finds it as it was).
+        self.of(tab).worlds.clear()
+        if not tab.crashed and self.renderer.context is not None:
+            self._prepare(tab)
+
+    def crashed(self, tab: Tab) -> None:
+        self.of(tab).reset(tab)
+
+    # ----------------------------------------------------------------- sessions and worlds
+    def _prepare(self, tab: Tab, name: str = WORLD_NAME) -> asyncio.Future[DocumentWorld]:
+        """Start making world ``name`` for the tab's current document and return its future."""
+        made = asyncio.ensure_future(self._make_world(tab, name))
+        made.add_done_callback(_retrieved)
+        self.of(tab).worlds[name] = made
+        return made
+
+    def _start_session(self, tab: Tab) -> asyncio.Future[CDPSession]:
+        """Open the tab's CDP session (one per page, reused) and register :data:`NEW_DOCUMENT` there."""
+        session = asyncio.ensure_future(self._open_session(tab))
+        session.add_done_callback(_retrieved)
+        self.of(tab).session = session
+        return session
+
+    async def _open_session(self, tab: Tab) -> CDPSession:
+        context = self.renderer.context
+        assert context is not None
+        page = tab.page
+        session = await context.new_cdp_session(page)
+        if tab.page is not page:  # replaced (crash) meanwhile
+            with contextlib.suppress(Exception):
+                await session.detach()
+            raise PlaywrightError("the tab's page was replaced")
+        tab.cdp, self.of(tab).frame_id = session, None
+        # Best effort: without it each document gets its bundles when it commits (PRELOAD), or with its
+        # first script. Page.enable is what makes Chromium run a session's new-document scripts.
+        with contextlib.suppress(PlaywrightError):
+            await session.send("Page.enable")
+            await session.send(
+                "Page.addScriptToEvaluateOnNewDocument", {"source": NEW_DOCUMENT, "worldName": WORLD_NAME}
+            )
+            self.of(tab).registered = tab.page is page
+        return session
+
+    async def _session_of(self, tab: Tab) -> CDPSession:
+        made = self.of(tab).session
+        if made is None or (made.done() and (made.cancelled() or made.exception() is not None)):
+            made = self._start_session(tab)
+        return await asyncio.shield(made)
+
+    async def _make_world(self, tab: Tab, name: str) -> DocumentWorld:
+        page = tab.page
+        registered = self.of(tab).registered  # this document was created with NEW_DOCUMENT in place
+        cdp = await self._session_of(tab)
+        state = self.of(tab)
+        if tab.page is not page or tab.cdp is not cdp:
+            raise PlaywrightError("the tab's page was replaced")
+        for attempt in range(2):
+            if state.frame_id is None:
+                tree = await cdp.send("Page.getFrameTree")
+                state.frame_id = str(tree["frameTree"]["frame"]["id"])
+            try:
+                # The world of that name in the current document: the one NEW_DOCUMENT ran in, if it did.
+                made = await cdp.send(
+                    "Page.createIsolatedWorld",
+                    {"frameId": state.frame_id, "worldName": name, "grantUniveralAccess": False},
+                )
+                break
+            except PlaywrightError:
+                if attempt:
+                    raise
+                state.frame_id = None  # ask the frame tree again, once
+        world = DocumentWorld(cdp, int(made["executionContextId"]))
+        if name == WORLD_NAME:
+            if not registered:
+                # Best effort: a failure here only means the first script compiles its own bundle.
+                try:
+                    await cdp.send(
+                        "Runtime.evaluate",
+                        {"expression": PRELOAD, "contextId": world.context_id, "returnByValue": True},
+                    )
+                except PlaywrightError:
+                    return world
+            world.kept.update(bundle_slot(bundle) for bundle in PRELOADED)
+        return world
+
+    async def world(self, tab: Tab, name: str = WORLD_NAME) -> DocumentWorld:
+        """World ``name`` of the tab's current document (made at most once per document). Raises
+        PlaywrightError when it cannot be had (the page replaced, a context gone)."""
+        made = self.of(tab).worlds.get(name)
+        if made is None or (made.done() and (made.cancelled() or made.exception() is not None)):
+            made = self._prepare(tab, name)
+        return await asyncio.shield(made)
+
+    # ----------------------------------------------------------------- endpoints
+    @endpoint("browser-control-evaluate")
+    async def evaluate(self, params: Mapping[str, Any]) -> JsonObject:
+        tab = self.renderer.pages.named(params)
+        script = params.get("script")
+        if not isinstance(script, str):
+            return fail("RENDERER_FAILED", "browser-control-evaluate needs a script", mayHaveCompleted=False)
+        world_name = str(params.get("world") or WORLD_NAME)
+        generation = tab.generation  # the document the script runs in (reported when it did not change)
+        short_form = kept_script(script)  # (slot, expression): the script without its bundle
+        for attempt in range(2):
+            world = await self.world(tab, world_name)
+            try:
+                reply = await self._run_script(world, script, short_form)
+            except PlaywrightError as exc:
+                # The document changed between world creation and evaluation: nothing ran; once more.
+                if "Cannot find context" in str(exc) and attempt == 0:
+                    self.of(tab).worlds.pop(world_name, None)
+                    continue
+                return fail("RENDERER_FAILED", short(exc))
+            details = reply.get("exceptionDetails")
+            if details:
+                text = details.get("exception", {}).get("description") or details.get("text") or "exception"
+                return fail("RENDERER_FAILED", f"the fixed script threw: {short(text)}")
+            answer: JsonObject = {"success": True, "value": reply.get("result", {}).get("value")}
+            if tab.generation == generation:
+                answer["generation"] = generation
+            return answer
+        return fail("RENDERER_FAILED", "the tab's document kept changing", mayHaveCompleted=False)
+
+    @staticmethod
+    async def _run_script(
+        world: DocumentWorld, script: str, short_form: tuple[str, str] | None
+    ) -> JsonObject:
+        """``Runtime.evaluate`` of the script in ``world``, exactly once: its short form when the world is
+        expected to hold its bundle; if it does not after all (that form then ran nothing), the whole
+        script. Raises PlaywrightError as ``CDPSession.send`` does."""
+        params = {"contextId": world.context_id, "returnByValue": True, "awaitPromise": True}
+        if short_form is not None and short_form[0] in world.kept:
+            reply: JsonObject = await world.cdp.send(
+                "Runtime.evaluate", {"expression": short_form[1], **params}
+            )
+            if reply.get("exceptionDetails") or not bundle_missing(
+                reply.get("result", {}).get("value"), short_form[0]
+            ):
+                return reply
+            world.kept.discard(short_form[0])
+        reply = await world.cdp.send("Runtime.evaluate", {"expression": script, **params})
+        if short_form is not None and not reply.get("exceptionDetails"):
+            world.kept.add(short_form[0])  # the script's loader found or installed it
+        return reply

@@ -1,0 +1,86 @@
+"""The parts of the reference host's renderer, in one list, and the gateway config they add up to
+(CONTRACT.md §2; docs/host.md "Layout of the host").
+
+:data:`PARTS` is every part :class:`~kelpie_gateway.host.browser.ChromiumRenderer` installs, in the order it
+tells them the browser's events: the built-in endpoints, the dialogs, the isolated world, the site policy's
+routing, then the rich extensions. A new rich extension is one module under ``host/extensions/`` (a
+:class:`~kelpie_gateway.host.browser.chromium.Part` whose handlers carry their descriptors) and one line here.
+
+:func:`gateway_config` is the only place the host's gateway config is built: the base config, every part's
+extension descriptors, ``--read-only`` and the operator's extension filter. ``--config FILE`` is applied on
+top by ``host/settings.py``.
+"""
+
+from __future__ import annotations
+
+from kelpie_gateway import NATIVE_ENDPOINTS
+from kelpie_gateway.host.browser.chromium import Part
+from kelpie_gateway.host.browser.endpoints import TabEndpoints
+from kelpie_gateway.host.browser.routing import SiteRouting
+from kelpie_gateway.host.browser.world import World
+from kelpie_gateway.host.extensions.dialogs import Dialogs
+from kelpie_gateway.host.extensions.history import History
+from kelpie_gateway.host.extensions.keys import Keys
+from kelpie_gateway.host.extensions.scroll import Scroll
+from kelpie_gateway.host.extensions.waits import Waits
+from kelpie_gateway.host.renderer import JsonObject
+
+PARTS: tuple[type[Part], ...] = (
+    TabEndpoints,  # get-tabs, switch-tab, new-tab, close-tab, navigate, screenshot
+    Dialogs,  # dialog_observe, dialog_accept, dialog_dismiss (recovery extensions)
+    World,  # browser-control-evaluate; the world of each document
+    SiteRouting,  # the site policy's request routing (no endpoint)
+    Keys,  # press_key, fill
+    Scroll,  # scroll
+    History,  # go_back, go_forward
+    Waits,  # wait_for_text
+)
+
+RETIREMENT_GRACE_MS = 2_000
+"""The host's ``retirementGraceMs``: a cancelled dispatch is overdue ``timeoutMs`` + 2 s after it began;
+the driver then stops it (terminateExecution, then closing the target after 1 s), so no page holds a lane
+longer than ``timeoutMs`` + 5 s (ARCHITECTURE.md, host rules 1.1)."""
+
+
+def extension_descriptors() -> list[JsonObject]:
+    """Every part's extension descriptors, in :data:`PARTS` order."""
+    return [descriptor for part in PARTS for descriptor in part.descriptors]
+
+
+def gateway_config(
+    *,
+    browser: bool,
+    read_only: bool = False,
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
+) -> JsonObject:
+    """The gateway config the reference host creates (CONTRACT.md §2): with a browser, every native
+    endpoint and every part's extension; without one (``--browser none``), none. ``read_only`` sets
+    ``allowActions:false`` (``--read-only``); ``include``/``exclude`` (``--extensions-include`` /
+    ``--extensions-exclude`` globs) become the ``extensionFilter``."""
+    config: JsonObject
+    if browser:
+        extensions = extension_descriptors()
+        config = {
+            "nativeMethods": [*NATIVE_ENDPOINTS, *(e["method"] for e in extensions)],
+            "targeting": "direct",
+            "browserAvailable": True,
+            "fixedReader": True,
+            "allowActions": True,
+            "requireAuthorization": True,
+            "realm": "isolated",
+            "extensions": extensions,
+            "retirementGraceMs": RETIREMENT_GRACE_MS,
+        }
+    else:
+        config = {"nativeMethods": [], "browserAvailable": False, "fixedReader": False, "realm": "isolated"}
+    if read_only:
+        config["allowActions"] = False
+    if include is not None or exclude:
+        flt: JsonObject = {}
+        if include is not None:
+            flt["include"] = list(include)
+        if exclude:
+            flt["exclude"] = list(exclude)
+        config["extensionFilter"] = flt
+    return config

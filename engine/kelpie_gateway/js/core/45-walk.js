@@ -1,0 +1,167 @@
+// Walk the flat tree (open shadow roots, slots, same-origin frames) in document order.
+// Calls cb.text(str, pre) for visible text, cb.block() at block boundaries, cb.element(el, info) for
+// every rendered, visible element outside value contexts (info = {tag, role, interactive, notable,
+// unreadable}). Returns true when the walk was cut (depth bound).
+function walkDocument(doc, cb, start, elements) {
+  let cut = false;
+  // `pending`: the unsettled elements between the node and the last settled one (null: none).
+  // Once no more text is read, a child that is not an element (text, comment) is a no-op for `visit`
+  // unless it lies past the depth bound (then it cuts): such children are stepped over without being
+  // touched (each node touched from the isolated world costs a wrapper), and a text-only walk stops.
+  const textDone = (ctx) => !ctx.text || cb.full();
+  // The children of `parent` (an element or a shadow root). A child reached by an element step
+  // (`firstElementChild`/`nextElementSibling`, taken once no more text is read) is visited as an element
+  // without asking its nodeType (a DOM call per node from this world).
+  const children = (parent, depth, ctx, pending) => {
+    const elementsOnly = depth + 1 <= DEPTH_MAX;
+    let element = elementsOnly && textDone(ctx);
+    for (let c = element ? parent.firstElementChild : parent.firstChild; c; ) {
+      if (elementsOnly && textDone(ctx)) {
+        if (!ctx.elements && !cb.root) return;
+        if (element || c.nodeType === 1) visitElement(c, depth + 1, ctx, pending);
+        c = c.nextElementSibling;
+        element = true;
+      } else {
+        visit(c, depth + 1, ctx, pending);
+        c = c.nextSibling;
+        element = false;
+      }
+    }
+  };
+  const visitChildren = (parent, tag, depth, ctx, pending) => {
+    const root = openRootOf(parent, tag);
+    if (root) {
+      if (cb.root) cb.root(root);
+      children(root, depth, ctx, pending);
+      return;
+    }
+    if (tag === "slot" && parent.assignedNodes) {
+      const assigned = parent.assignedNodes();
+      if (assigned.length) {
+        for (const c of assigned) visit(c, depth + 1, ctx, pending);
+        return;
+      }
+    }
+    children(parent, depth, ctx, pending);
+  };
+  // The children of an unsettled element (no shadow root: a host is always settled). No text is read
+  // any more, so only element children are visited; a child node past the depth bound still cuts.
+  const lazyChildren = (parent, tag, depth, ctx, pending) => {
+    if (tag === "slot" && parent.assignedNodes) {
+      const assigned = parent.assignedNodes();
+      if (assigned.length) {
+        for (const c of assigned) visit(c, depth + 1, ctx, pending);
+        return;
+      }
+    }
+    if (depth + 1 > DEPTH_MAX) {
+      if (parent.firstChild && settled(pending)) cut = true;
+      return;
+    }
+    // An element child is visited as one (no nodeType read: a DOM call per node from this world).
+    for (let c = parent.firstElementChild; c; c = c.nextElementSibling) visitElement(c, depth + 1, ctx, pending);
+  };
+  const visit = (n, depth, ctx, pending) => {
+    if (depth > DEPTH_MAX) {
+      if (settled(pending)) cut = true;
+      return;
+    }
+    const type = n.nodeType;
+    if (type === 11) { // a shadow root given as the start of a scoped walk
+      for (let c = n.firstChild; c; c = c.nextSibling) visit(c, depth + 1, ctx, pending);
+      return;
+    }
+    if (type === 3) {
+      if (!ctx.text || cb.full()) return;
+      const p = n.parentElement || flatParent(n);
+      const st = p ? styleOf(p) : null;
+      if (!st || st.visibility !== "visible") return;
+      cb.text(n.data, st.pre);
+      return;
+    }
+    if (type === 1) visitElement(n, depth, ctx, pending);
+  };
+  // `visit` of an element within the depth bound.
+  const visitElement = (el, depth, ctx, pending) => {
+    const tag = tagOf(el);
+    if (NOT_RENDERED_TAGS.has(tag)) return;
+    if (!ctx.text || cb.full()) {
+      if (!ctx.elements && !cb.root) return; // a text-only walk (ensureText) has nothing left to read here
+      // No more text to read: an element that cannot matter is descended into unsettled.
+      const editable = !!el.isContentEditable; // read once here; kept only for an element that is settled
+      if (!mustSettle(el, tag, ctx.elements, editable)) {
+        if (tag === "br" || VALUE_CONTEXT_TAGS.has(tag)) return;
+        lazyChildren(el, tag, depth, editable ? NOTHING_TO_READ : ctx, { el, up: pending, ok: undefined });
+        return;
+      }
+      FROZEN.editable.set(el, editable);
+      // Settling the pending ancestors is not needed here: an element that passes the checks below
+      // (a box, or display:contents inside a rendered parent; checkVisibility sees every ancestor in
+      // its document, frames are settled themselves) has only ancestors that pass them too.
+    }
+    const st = styleOf(el);
+    if (!st || st.display === "none") return;
+    if (!isRendered(el)) return;
+    if (tag === "br") { if (ctx.text) cb.newline(); return; }
+    const display = st.display;
+    const block = display !== "contents" && !display.startsWith("inline");
+    const atomic = display !== "inline" && display.startsWith("inline"); // inline-block, inline-flex, …
+    const role = roleOf(el) || "";
+    let unreadable = null;
+    let frameDoc = null;
+    if (tag === "iframe" || tag === "frame") {
+      try {
+        frameDoc = el.contentDocument;
+      } catch (e) {
+        frameDoc = null;
+      }
+      if (!frameDoc || !frameDoc.documentElement) unreadable = frameDoc ? null : "cross-origin-frame";
+    } else if (ctx.elements && closedShadowSuspect(el, tag, st) && !el.shadowRoot) {
+      unreadable = "closed-shadow-root";
+    }
+    if (ctx.elements) {
+      const interactive = isInteractive(el, tag, role);
+      const notable = !interactive && isNotable(el, tag, role);
+      if ((interactive || notable || unreadable) && st.visibility === "visible") {
+        cb.element(el, { tag, role, interactive: interactive || !!unreadable, notable, unreadable });
+        if (tag === "select") listOptions(el, cb);
+      }
+    }
+    // Value contexts: never descend for text or elements.
+    if (VALUE_CONTEXT_TAGS.has(tag)) return;
+    let inner = ctx;
+    if (isEditable(el)) inner = NOTHING_TO_READ;
+    else if (ctx.text && !cb.full() && textSecured(el)) inner = { text: false, elements: ctx.elements };
+    if (block && inner.text) cb.block();
+    else if (atomic && inner.text) cb.space();
+    if (frameDoc && frameDoc.documentElement) {
+      if (cb.root) cb.root(frameDoc);
+      visit(frameDoc.documentElement, depth + 1, inner, null);
+    } else {
+      visitChildren(el, tag, depth, inner, null);
+    }
+    if (block && inner.text) cb.block();
+    else if (atomic && inner.text) cb.space();
+  };
+  const ctx = { text: true, elements };
+  frozen(() => {
+    if (start) visit(start, 0, ctx, null);
+    else if (doc.documentElement) visit(doc.documentElement, 0, ctx, null);
+  });
+  return cut;
+}
+// The options (and optgroup labels) of a listed <select>, as elements of their own right after it
+// (§9 v1.1): they have no box in a drop-down, so only `display:none`/`hidden` ones are skipped.
+function listOptions(select, cb) {
+  const shown = (e) => !e.hidden && (styleOf(e) || { display: "none" }).display !== "none";
+  for (let c = select.firstElementChild; c; c = c.nextElementSibling) {
+    const t = tagOf(c);
+    if (t === "option" && shown(c)) cb.element(c, { tag: t, role: "option", interactive: true, notable: false, unreadable: null, option: true });
+    if (t !== "optgroup" || !shown(c)) continue;
+    cb.element(c, { tag: t, role: "group", interactive: true, notable: false, unreadable: null, option: true });
+    for (let o = c.firstElementChild; o; o = o.nextElementSibling) {
+      if (tagOf(o) === "option" && shown(o)) cb.element(o, { tag: "option", role: "option", interactive: true, notable: false, unreadable: null, option: true });
+    }
+  }
+}
+

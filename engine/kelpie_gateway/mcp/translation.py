@@ -1,0 +1,209 @@
+"""``tools/call`` (CONTRACT.md §7): a tool call becomes a canonical request run by the coordinator
+(:meth:`GatewayCore.begin_parsed <kelpie_gateway.gateway.GatewayCore.begin_parsed>`, so authorization, BUSY,
+refs and extension admission are the canonical route's), and its envelope comes back as a tool result
+(:func:`tool_response`: text block, ``structuredContent``, ``isError``, a screenshot's ``image`` block and
+the ``Next step:`` hints).
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+from collections.abc import Callable
+from typing import Any, Final
+
+from .. import jsonio
+from ..config import NAME_PATTERN
+from ..errors import JsonObject, failure, success
+from ..gateway import GatewayCore, Render
+from ..schema import MAX_EXTENSION_TOOL_NAMES
+from .protocol import INVALID_PARAMS, RpcError, rpc_error, rpc_result
+from .tools import TOOL_BROWSER, TOOL_EXTENSION, TOOL_EXTENSION_TOOLS, TOOL_EXTENSIONS
+
+_NAME_RE: Final = re.compile(NAME_PATTERN)
+
+
+_OBSERVE: Final = (
+    "Next step: nothing was done. Take a new tab.snapshot of this tab and use only refs from that snapshot."
+)
+NEXT_STEPS: Final[dict[str, str]] = {
+    "BUSY": (
+        "Next step: another browser action is still running and nothing was done for this call. "
+        "Wait until it finishes, then call again; if it may change the page, take a tab.snapshot first."
+    ),
+    "STALE_SNAPSHOT": _OBSERVE,
+    "REFS_INVALIDATED": _OBSERVE,
+    "TAB_STALE": _OBSERVE,
+    "UNKNOWN_REF": _OBSERVE,
+    "NODE_REPLACED": _OBSERVE,
+    "NOT_ACTIONABLE": (
+        "Next step: nothing was done. The element is disabled or inert; take a tab.snapshot to see what is "
+        "enabled (its states) before trying something else."
+    ),
+    "CROSS_TAB_REF": (
+        "Next step: nothing was done. That ref belongs to another tab; take a tab.snapshot of the tab you "
+        "want to act on and use a ref from it."
+    ),
+    "RECONCILE_REQUIRED": (
+        "Next step: nothing was done. An earlier action on this tab has an unknown outcome: take a "
+        "tab.snapshot (or tabs.list) and check what happened before acting on this tab again. Do not "
+        "repeat the earlier action blindly."
+    ),
+}
+"""Failure code -> the sentence added as a second text block of a ``tools/call`` tool error."""
+UNKNOWN_OUTCOME_NEXT_STEP: Final = (
+    "Next step: the action may already have happened. Do not repeat it. Observe first (tab.snapshot, or "
+    "tabs.list) and decide from what you see."
+)
+
+
+def tools_call(
+    gw: GatewayCore, rid: Any, params: JsonObject, finish: Callable[[JsonObject], JsonObject]
+) -> JsonObject:
+    """``tools/call`` in either era; ``finish`` shapes each JSON-RPC response for the era (identity for
+    the handshake revisions, :func:`stamp` for the stateless one)."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise RpcError(INVALID_PARAMS, "tools/call needs params.name (a string)", "INVALID_PARAMS")
+    arguments = params.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise RpcError(INVALID_PARAMS, f"{name[:64]}: arguments must be an object", "INVALID_PARAMS")
+    if name == TOOL_BROWSER:
+        _only(name, arguments, required=("method",), optional=("params",))
+        if not isinstance(arguments["method"], str):
+            raise RpcError(INVALID_PARAMS, f"{name}: method must be a string", "INVALID_PARAMS")
+        inner = arguments.get("params", {})
+        if not isinstance(inner, dict):
+            raise RpcError(INVALID_PARAMS, f"{name}: params must be an object", "INVALID_PARAMS")
+        request = {"version": 1, "id": rid, "method": arguments["method"], "params": inner}
+        image = arguments["method"] == "tab.screenshot"
+        return gw.begin_parsed(request, lambda e: finish(tool_response(rid, e, image=image)))
+    if name == TOOL_EXTENSION:
+        _only(name, arguments, required=("name",), optional=("arguments",))
+        if not isinstance(arguments["name"], str):
+            raise RpcError(INVALID_PARAMS, f"{name}: name must be a string", "INVALID_PARAMS")
+        ext_args = arguments.get("arguments", {})
+        if not isinstance(ext_args, dict):
+            raise RpcError(INVALID_PARAMS, f"{name}: arguments must be an object", "INVALID_PARAMS")
+        return _extension_call(gw, rid, arguments["name"], ext_args, lambda e: finish(tool_response(rid, e)))
+    if name == TOOL_EXTENSIONS:
+        _only(name, arguments, required=(), optional=())
+        envelope = success(rid, {"extensions": list(gw.catalog.extensions)})
+        return gw.complete_now(envelope, lambda e: finish(tool_response(rid, e)), "tools/call")
+    if name == TOOL_EXTENSION_TOOLS:
+        _only(name, arguments, required=("names",), optional=())
+        names = arguments["names"]
+        if (
+            not isinstance(names, list)
+            or not 1 <= len(names) <= MAX_EXTENSION_TOOL_NAMES
+            or not all(isinstance(n, str) for n in names)
+        ):
+            raise RpcError(
+                INVALID_PARAMS,
+                f"{name}: names must be an array of 1 to {MAX_EXTENSION_TOOL_NAMES} strings",
+                "INVALID_PARAMS",
+            )
+        envelope = success(rid, {"tools": [_describe(gw, n) for n in names]})
+        return gw.complete_now(envelope, lambda e: finish(tool_response(rid, e)), "tools/call")
+    return _direct_call(gw, rid, name, arguments, finish)
+
+
+def _only(tool: str, arguments: JsonObject, *, required: tuple[str, ...], optional: tuple[str, ...]) -> None:
+    for key in arguments:
+        if key not in required and key not in optional:
+            raise RpcError(INVALID_PARAMS, f"{tool}: unknown argument {key[:100]!r}", "INVALID_PARAMS")
+    for key in required:
+        if key not in arguments:
+            raise RpcError(INVALID_PARAMS, f"{tool}: argument {key!r} is required", "INVALID_PARAMS")
+
+
+def _extension_call(
+    gw: GatewayCore, rid: Any, name: str, arguments: JsonObject, render: Render
+) -> JsonObject:
+    """Canonical ``extension.call {name, arguments}``: the engine refuses EXTENSION_NOT_ADMITTED for
+    unknown or filtered names and INVALID_PARAMS for arguments its ``inputSchema`` refuses."""
+    request = {
+        "version": 1,
+        "id": rid,
+        "method": "extension.call",
+        "params": {"name": name, "arguments": arguments},
+    }
+    return gw.begin_parsed(request, render)
+
+
+def _direct_call(
+    gw: GatewayCore, rid: Any, name: str, arguments: JsonObject, finish: Callable[[JsonObject], JsonObject]
+) -> JsonObject:
+    """An extension called by its own name. Not admitted (unknown, filtered, method not native, mutating
+    with actions disabled) -> the engine refuses EXTENSION_NOT_ADMITTED, rendered as ``-32602`` unknown
+    tool; arguments its ``inputSchema`` refuses -> ``-32602`` invalid arguments (nothing dispatched)."""
+    unknown = f"unknown tool: {name[:100]!r}"
+    if not _NAME_RE.match(name):
+        raise RpcError(INVALID_PARAMS, unknown, "EXTENSION_NOT_ADMITTED")
+    ext = gw.catalog.extensions.get(name)
+    if ext is not None:
+        refusal = ext.check_arguments(arguments)
+        if refusal is not None:
+            detail = refusal[1].replace("/params/arguments", "arguments", 1)
+            raise RpcError(INVALID_PARAMS, f"{name}: invalid arguments: {detail}", refusal[0])
+
+    def render(envelope: JsonObject) -> JsonObject:
+        error = envelope.get("error")
+        if isinstance(error, dict) and error.get("code") == "EXTENSION_NOT_ADMITTED":
+            return rpc_error(rid, INVALID_PARAMS, unknown, "EXTENSION_NOT_ADMITTED")
+        return finish(tool_response(rid, envelope))
+
+    return _extension_call(gw, rid, name, arguments, render)
+
+
+def _describe(gw: GatewayCore, name: str) -> JsonObject:
+    ext = gw.catalog.extensions.get(name)
+    if ext is None:
+        return {
+            "name": name,
+            "error": {
+                "code": "EXTENSION_NOT_ADMITTED",
+                "message": f"no admitted extension named {name[:100]!r}",
+            },
+        }
+    return {
+        "name": ext.name,
+        "description": ext.description,
+        "inputSchema": jsonio.clone(ext.input_schema),
+        "mutates": ext.mutates,
+    }
+
+
+def tool_response(rid: Any, envelope: JsonObject, *, image: bool = False) -> JsonObject:
+    """The JSON-RPC response carrying ``envelope`` as a ``tools/call`` result (CONTRACT.md §7).
+
+    ``image``: the envelope answers ``tab.screenshot``; on success the base64 ``data`` moves into the one
+    ``image`` block and the envelope (text block and ``structuredContent``) gets ``imageBytes`` (decoded
+    size in bytes) instead. Never raises: an unusable screenshot becomes a RENDERER_FAILED tool error.
+    """
+    content: list[JsonObject] = []
+    result = envelope.get("result")
+    if image and envelope.get("success") is True and isinstance(result, dict) and "data" in result:
+        data = result["data"]
+        try:
+            size = len(binascii.a2b_base64(data, strict_mode=True)) if isinstance(data, str) else -1
+        except (binascii.Error, ValueError):
+            size = -1
+        if size < 0:
+            envelope = failure(
+                envelope.get("id"), "RENDERER_FAILED", "the renderer's screenshot data is not valid base64"
+            )
+        else:
+            rest = {k: v for k, v in result.items() if k != "data"}
+            rest["imageBytes"] = size
+            envelope = {**envelope, "result": rest}
+            content.append({"type": "image", "data": data, "mimeType": "image/png"})
+    content.insert(0, {"type": "text", "text": jsonio.dumps(envelope).decode("utf-8")})
+    ok = envelope.get("success") is True
+    if not ok:
+        error = envelope.get("error")
+        code = error.get("code") if isinstance(error, dict) else None
+        hint = UNKNOWN_OUTCOME_NEXT_STEP if envelope.get("mayHaveCompleted") else NEXT_STEPS.get(str(code))
+        if hint is not None:
+            content.append({"type": "text", "text": hint})
+    return rpc_result(rid, {"content": content, "structuredContent": envelope, "isError": not ok})
