@@ -160,7 +160,7 @@ class GatewayCore:
         :meth:`begin`, MCP for ``begin_mcp``) under the gateway's lock, after draining queued ref
         invalidations (§6). A gateway bug while translating completes with the frontend's INTERNAL
         answer, so the caller always gets a step."""
-        return own(self._run(frontend.translate, message, frontend))
+        return own(self._run(None, message, frontend))  # None: frontend.translate, not bound per call
 
     def next(self, transaction: str | None = None) -> JsonObject:
         """Re-read the pending step of ``transaction`` (None = the direct lane) without changing anything.
@@ -235,17 +235,20 @@ class GatewayCore:
         self._run(GatewayCore._close, None, _RAISE)
 
     # ================================================================== the way in
-    def _run(self, op: Op, arg: Any, frontend: Frontend | _Raise | None = None) -> JsonObject:
+    def _run(self, op: Op | None, arg: Any, frontend: Frontend | _Raise | None = None) -> JsonObject:
         """Every public call's entry (but :meth:`invalidate_refs`): take the lock, drain the queued ref
-        invalidations (§6), run ``op(self, arg)``. A gateway bug while running completes the transaction it
-        concerned with INTERNAL (:meth:`_abort`), or answers with ``frontend``'s INTERNAL for a begin, so the
-        caller always gets a step; ``_RAISE`` lets it (and ``close``'s GatewayPendingError) through."""
+        invalidations (§6), run ``op(self, arg)`` (``op`` None: ``frontend.translate(self, arg)``). A gateway
+        bug while running completes the transaction it concerned with INTERNAL (:meth:`_abort`), or answers
+        with ``frontend``'s INTERNAL for a begin, so the caller always gets a step; ``_RAISE`` lets it (and
+        ``close``'s GatewayPendingError) through."""
         lock = self._lock  # acquire/release: cheaper than a with block on the hot path
         lock.acquire()
         try:
             refs = self._refs
             if refs.queued:  # the usual case: nothing queued, no call
                 refs.drain()
+            if op is None:  # a frontend's begin (begin_with): its translate, without a bound method per call
+                return frontend.translate(self, arg)  # type: ignore[union-attr]  # begin_with passes a Frontend
             return op(self, arg)
         except Exception as exc:
             if frontend is None:
