@@ -399,3 +399,14 @@ def test_an_upgrade_sent_without_a_tunnel_is_relayed_after_101() -> None:
         target.close()
 
     with_proxy(body)
+
+
+def test_a_flood_of_refusals_cannot_flood_the_log() -> None:
+    async def body(proxy: PolicyProxy, lines: list[str]) -> None:
+        for _ in range(130):
+            assert (await exchange(proxy.port, get("127.0.0.2:9"))).startswith(b"HTTP/1.1 403")
+        assert proxy.refused == 130
+
+    lines = with_proxy(body)
+    assert len(lines) == 101 and all("blocked GET to http://127.0.0.2:9" in line for line in lines[:100])
+    assert lines[100] == "site policy: 30 more requests blocked within 10 s (past 100 lines, not logged one by one)"

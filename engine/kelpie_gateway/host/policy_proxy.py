@@ -53,6 +53,10 @@ from kelpie_gateway.host.policy import (
 
 RECENT = 256
 """How many refused destinations :meth:`PolicyProxy.refused_since` remembers (the latest refusal of each)."""
+LOG_BURST = 100
+LOG_WINDOW_S = 10.0
+"""At most :data:`LOG_BURST` refusal lines per :data:`LOG_WINDOW_S`: a page looping over refused requests
+cannot flood the operator log; past it, the next window starts with one line counting those not logged."""
 MAX_HEAD_BYTES = 256 * 1024
 """Largest request or response head accepted (Chromium's cookies can be long)."""
 CHUNK = 64 * 1024
@@ -97,6 +101,7 @@ class PolicyProxy:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._recent: dict[str, float] = {}
+        self._window = (-LOG_WINDOW_S, 0, 0)  # (start, lines logged, lines suppressed)
 
     @property
     def server(self) -> str:
@@ -110,6 +115,7 @@ class PolicyProxy:
 
     async def close(self) -> None:
         """Stop listening and drop every connection (never raises)."""
+        self._flush_suppressed()
         if self._server is not None:
             self._server.close()
         for task in list(self._tasks):
@@ -176,8 +182,30 @@ class PolicyProxy:
         self._recent[origin] = time.monotonic()
         while len(self._recent) > RECENT:
             del self._recent[next(iter(self._recent))]
-        self.log(f"site policy: blocked {what} to {origin}: {reason}")
+        self._log(f"site policy: blocked {what} to {origin}: {reason}")
         return _Refused(403, f"{origin}: {reason}")
+
+    def _log(self, line: str) -> None:
+        """One refusal line, within the bound of :data:`LOG_BURST` per :data:`LOG_WINDOW_S`."""
+        now = time.monotonic()
+        start, logged, suppressed = self._window
+        if now - start >= LOG_WINDOW_S:
+            self._flush_suppressed()
+            start, logged, suppressed = now, 0, 0
+        if logged < LOG_BURST:
+            self.log(line)
+            self._window = (start, logged + 1, suppressed)
+        else:
+            self._window = (start, logged, suppressed + 1)
+
+    def _flush_suppressed(self) -> None:
+        start, logged, suppressed = self._window
+        if suppressed:
+            self.log(
+                f"site policy: {suppressed} more requests blocked within {LOG_WINDOW_S:g} s "
+                f"(past {LOG_BURST} lines, not logged one by one)"
+            )
+        self._window = (start, logged, 0)
 
     async def _decide(self, what: str, origin: Origin, *, tunnel: bool) -> list[str]:
         """The addresses to connect to for ``origin`` (all checked), or raises the refusal (logged)."""
