@@ -18,6 +18,7 @@ reports are already serialised (WHATWG), and a string that is not a URL comes ba
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Final
 from urllib.parse import unquote_plus
@@ -82,24 +83,55 @@ CREDENTIAL_SUFFIXES: Final = (
 _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _SPECIAL: Final = frozenset({"http:", "https:", "ws:", "wss:", "ftp:", "file:"})
 _IN_TEXT: Final = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>]+")
+_SEPARATORS: Final = re.compile(r"([&;])")
+_suffixes = CREDENTIAL_SUFFIXES
+_MAYBE: Final = (
+    "code",
+    "token",
+    "key",
+    "pass",
+    "pwd",
+    "secret",
+    "sig",
+    "auth",
+    "bearer",
+    "sess",
+    "sid",
+    "otp",
+    "ticket",
+    "jwt",
+    "credential",
+    "assertion",
+    "saml",
+    "%",
+    "+",
+)
+"""Parameters (lower case) that hold none of these hold no credential-named one: a cheap gate (``in`` on
+text) before splitting them."""
 
 
 def is_credential_parameter(name: str) -> bool:
     """True when a query or fragment parameter named ``name`` (as written in the URL, percent-encoded or
     not) carries a credential (module docstring)."""
-    normal = unquote_plus(name).strip().lower().replace("-", "_")
-    return normal in CREDENTIAL_PARAMETERS or normal.endswith(CREDENTIAL_SUFFIXES)
+    if "%" in name or "+" in name:
+        name = unquote_plus(name)
+    normal = name.strip().lower().replace("-", "_")
+    return normal in CREDENTIAL_PARAMETERS or normal.endswith(_suffixes)
 
 
 def _redact_params(params: str) -> str:
     """``a=1&code=x`` with credential-named values replaced (``&`` and ``;`` separate parameters)."""
     if "=" not in params:
         return params
-    out = []
-    for part in re.split(r"([&;])", params):
-        name, eq, _value = part.partition("=")
-        out.append(f"{name}={REDACTED}" if eq and is_credential_parameter(name) else part)
-    return "".join(out)
+    low = params.lower()
+    if not any(k in low for k in _MAYBE):
+        return params
+    parts = _SEPARATORS.split(params)
+    for i in range(0, len(parts), 2):
+        name, eq, _value = parts[i].partition("=")
+        if eq and is_credential_parameter(name):
+            parts[i] = f"{name}={REDACTED}"
+    return "".join(parts)
 
 
 def _redact_fragment(fragment: str) -> str:
@@ -120,9 +152,8 @@ def redact_url(url: str) -> str:
     head = url[:rest_at]
     rest = url[rest_at:]
     if scheme and rest.startswith("//"):
-        special = head.lower() in _SPECIAL
-        stops = "/?#\\" if special else "/?#"
-        end = next((i for i, ch in enumerate(rest[2:], 2) if ch in stops), len(rest))
+        stops = "/?#\\" if head.lower() in _SPECIAL else "/?#"
+        end = min((i for i in map(rest.find, stops, itertools.repeat(2)) if i >= 0), default=len(rest))
         authority = rest[2:end]
         head += "//" + authority.rpartition("@")[2]
         rest = rest[end:]
