@@ -426,3 +426,25 @@ def test_the_silent_vectors_are_live_without_a_policy(world: World) -> None:
     run_async(visit())
     for vector, _url, made in runs:
         assert any(world.recorders.seen(where) for where in made), (vector.name, made)
+
+
+# ---------------------------------------------------------------------- secrets in URLs, in the browser
+def test_urls_are_reported_without_their_secrets(client: Client, world: World) -> None:
+    """A tab at an OAuth callback (``?code=…``) and a link carrying userinfo and a client secret: the
+    navigation's url, the tab's url in tabs.list, the snapshot's url and the link's url keep where they
+    point and lose the credentials (docs/contract-notes.md "URLs the gateway reports")."""
+    a = world.site.bases["127.0.0.1"]
+    world.site.page("/cb", '<!doctype html><title>callback</title>'
+                    '<a href="http://alice:s3cret@127.0.0.4:9/authorize?client_secret=zzz&amp;scope=read">next</a>')
+    tab = fresh_tab(client, world)
+    navigated = client.ok("tab.navigate", {"tabId": tab, "url": a + "/cb?code=SPLxlOBeZQ&state=xyz"})
+    shown = a + "/cb?code=REDACTED&state=xyz"
+    assert navigated["url"] == shown
+    listed = next(t for t in client.ok("tabs.list", {})["tabs"] if t["tabId"] == tab)
+    assert listed["url"] == shown
+    snap = client.ok("tab.snapshot", {"tabId": tab})
+    assert snap["url"] == shown
+    link = next(e for e in snap["elements"] if e["label"] == "next")
+    assert link["url"] == "http://127.0.0.4:9/authorize?client_secret=REDACTED&scope=read"
+    everything = json.dumps([navigated, listed, snap])
+    assert "SPLxlOBeZQ" not in everything and "s3cret" not in everything and "zzz" not in everything
