@@ -410,3 +410,19 @@ def test_a_flood_of_refusals_cannot_flood_the_log() -> None:
     lines = with_proxy(body)
     assert len(lines) == 101 and all("blocked GET to http://127.0.0.2:9" in line for line in lines[:100])
     assert lines[100] == "site policy: 30 more requests blocked within 10 s (past 100 lines, not logged one by one)"
+
+
+def test_a_destination_that_answers_garbage_is_502_and_the_proxy_goes_on() -> None:
+    async def body(proxy: PolicyProxy, lines: list[str]) -> None:
+        garbled = Upstream(lambda head: b"SPEAKS NO HTTP\r\n\r\n")
+        silent = Upstream(lambda head: b"")
+        pg, ps = await garbled.start("127.0.0.4"), await silent.start("127.0.0.4")
+        assert (await exchange(proxy.port, get(f"127.0.0.4:{pg}"))).startswith(b"HTTP/1.1 502")
+        assert (await exchange(proxy.port, get(f"127.0.0.4:{ps}"))).startswith(b"HTTP/1.1 502")
+        fine = Upstream()
+        pf = await fine.start("127.0.0.4")
+        assert (await exchange(proxy.port, get(f"127.0.0.4:{pf}"), b"ok")).startswith(b"HTTP/1.1 200")
+        for server in (garbled, silent, fine):
+            server.close()
+
+    with_proxy(body)

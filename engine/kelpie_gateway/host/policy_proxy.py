@@ -144,8 +144,8 @@ class PolicyProxy:
         self._tasks.add(task)
         try:
             await self._serve(reader, writer)
-        except (ConnectionError, OSError, asyncio.IncompleteReadError):
-            pass
+        except (ConnectionError, OSError, asyncio.IncompleteReadError, h11.ProtocolError):
+            pass  # the browser or the destination broke the protocol or went away: this connection ends
         finally:
             self._tasks.discard(task)
             writer.close()
@@ -218,8 +218,10 @@ class PolicyProxy:
         if reason is not None:
             raise self._refuse(what, shown, reason)
         try:
-            addresses = await self.policy.resolver(origin.host, origin.port)
-        except (OSError, UnicodeError):
+            addresses = await asyncio.wait_for(
+                self.policy.resolver(origin.host, origin.port), CONNECT_TIMEOUT_S
+            )
+        except (OSError, UnicodeError, TimeoutError):
             raise _Refused(502, f"{shown} does not resolve") from None
         if not addresses:
             raise _Refused(502, f"{shown} does not resolve")
