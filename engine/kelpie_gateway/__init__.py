@@ -31,10 +31,19 @@ from .reader import (
     scroll_script,
 )
 from .schema import NATIVE_ENDPOINTS
+from .urls import (
+    CREDENTIAL_PARAMETERS,
+    CREDENTIAL_SUFFIXES,
+    is_credential_parameter,
+    redact_url,
+    redact_urls_in,
+)
 from .version import __version__
 from .version import __version__ as VERSION
 
 __all__ = [
+    "CREDENTIAL_PARAMETERS",
+    "CREDENTIAL_SUFFIXES",
     "MCP_PROTOCOL_VERSIONS",
     "MCP_STATELESS_VERSIONS",
     "NATIVE_ENDPOINTS",
@@ -50,11 +59,14 @@ __all__ = [
     "fill_script",
     "find_text_script",
     "focus_script",
+    "is_credential_parameter",
     "jsonrpc_error",
     "kept_script",
     "mcp_http_refusal",
     "new_document_script",
     "preload_script",
+    "redact_url",
+    "redact_urls_in",
     "scroll_script",
 ]
 """``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
@@ -87,4 +99,11 @@ canonical error code, becomes ``data.code``, beside the members of ``data``. ``i
 ``None`` when it is not known.
 ``VERSION`` (``__version__``, the same string): the package version, written once in
 ``kelpie_gateway/version.py``; the C library's ``kelpie_browser_gateway_version()``, ``--version`` and MCP's
-``serverInfo.version`` all report it (docs/engine.md "The version")."""
+``serverInfo.version`` all report it (docs/engine.md "The version").
+``redact_url(url) -> str``: ``url`` without userinfo and with the values of credential-named query and
+fragment parameters replaced by ``REDACTED`` — what the gateway does to every URL it reports (``tabs.list``,
+``tab.navigate``, snapshot and link urls), for a host's own results (a history extension, a network read);
+``redact_urls_in(text)`` does it to every ``scheme://`` URL in a message. ``CREDENTIAL_PARAMETERS`` (exact
+names) and ``CREDENTIAL_SUFFIXES`` (endings), normalised lower case with ``-`` as ``_``, say which
+parameters are credential-named; ``is_credential_parameter(name)`` applies them (docs/contract-notes.md
+"URLs the gateway reports")."""

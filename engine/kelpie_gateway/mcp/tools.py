@@ -186,7 +186,9 @@ def instructions(gw: GatewayCore) -> str:
     parts.append(
         "BUSY means another action is still running and nothing was done: wait, then try again. "
         "A failure with mayHaveCompleted:true means the action may already have happened: never repeat it "
-        "blindly; observe first and decide from what you see."
+        "blindly; observe first and decide from what you see. NOT_AUTHORIZED means the host's policy refuses "
+        "it (a site it does not allow, for one): do not retry it. Reported URLs never show credentials "
+        "(their values read REDACTED)."
     )
     if gw.catalog.extensions:
         parts.append(
