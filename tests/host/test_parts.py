@@ -45,6 +45,10 @@ def test_each_extension_descriptor_is_declared_on_the_handler_that_serves_it() -
         "go_back",
         "go_forward",
         "wait_for_text",
+        "click",
+        "hover",
+        "drag",
+        "type_keys",
     ]
     for part in PARTS:
         methods = dict(part.handlers)

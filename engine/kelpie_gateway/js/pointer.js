@@ -5,7 +5,8 @@
 // single trusted input event, checked in this one run, in this order — the node is live (NODE_REPLACED),
 // enabled when P.enabled (NOT_ACTIONABLE), scrolled into view when needed, has a non-empty box, the point
 // (the centre of the largest visible part of its box, or P.offset from the box's top-left corner, CSS px)
-// is visible, the box is the same across an animation frame (a moving element is refused), and the hit
+// is visible, the box is the same across an animation frame and no running animation of it or an ancestor
+// changes geometry (a moving element is refused), and the hit
 // test at that point — `elementFromPoint` in the element's own document, through its open shadow roots,
 // and in every same-origin ancestor document at the frame's place — lands on the element, one of its
 // descendants or a <label> of it. Otherwise NOT_ACTIONABLE naming what is there ("covered by dialog 'We
@@ -127,6 +128,22 @@ function geometry(el) {
   }
   if (!any) return { why: "it has an empty box (zero width or height, or not rendered)", box };
   return { box, visible: best ? shift(best, top.dx, top.dy) : null, top };
+}
+// Whether a running animation or transition of `el` or an ancestor changes geometry (a moving element even
+// when no frame ran between the two measurements, as on a loaded machine).
+const GEOMETRY_PROPERTY = /^(transform|translate|rotate|scale|left|top|right|bottom|inset|margin|width|height|offset)/i;
+function animatedGeometry(el) {
+  for (let n = el, hops = 0; n && n.nodeType === 1 && hops < 4096; n = composedParent(n), hops++) {
+    if (typeof n.getAnimations !== "function") continue;
+    for (const a of n.getAnimations()) {
+      const effect = a.playState === "running" ? a.effect : null;
+      if (!effect || typeof effect.getKeyframes !== "function") continue;
+      for (const frame of effect.getKeyframes()) {
+        for (const property of Object.keys(frame)) if (GEOMETRY_PROPERTY.test(property)) return true;
+      }
+    }
+  }
+  return false;
 }
 function sameBox(a, b) {
   return ["left", "top", "right", "bottom"].every((k) => Math.abs(a[k] - b[k]) <= MOVE_TOLERANCE);
@@ -294,6 +311,9 @@ async function aim(P) {
   if (g.why) return fail("NOT_ACTIONABLE", `${g.why}; nothing was dispatched`, false);
   if (!sameBox(first, g.box)) {
     return fail("NOT_ACTIONABLE", `the element is moving (its box went from ${showBox(first)} to ${showBox(g.box)} in one animation frame); nothing was dispatched; wait for it to settle`, false);
+  }
+  if (animatedGeometry(el)) {
+    return fail("NOT_ACTIONABLE", "the element is moving (an animation of it or of an ancestor changes its place or size); nothing was dispatched; wait for it to settle", false);
   }
   let x;
   let y;

@@ -45,7 +45,11 @@ MODIFIER_KEYS = {  # name: (CDP modifiers bit, key, code, windowsVirtualKeyCode)
     "Shift": (8, "Shift", "ShiftLeft", 16),
 }
 DRAG_STEPS = 10
-"""Pointer moves between a drag's press and its release (the first one 5 px, to start a drag)."""
+"""Pointer moves between a drag's press and its release (after a first one of 5 px, to start a drag)."""
+STEP_PAUSE_S = 0.016
+HOLD_PAUSE_S = 0.05
+"""A drag's pace: one move per frame (16 ms), as a hand's, then one more over the target after 50 ms before
+the release — widgets ignore moves that come too fast after they reordered (SortableJS waits 30 ms)."""
 MAX_TYPE_KEYS = 2_000
 """``type_keys`` text bound, in code points."""
 TYPE_BUDGET_MS = 8_000
@@ -480,18 +484,18 @@ class NativeInput(Extension):
                 data = await self._drag_data(tab, key, source, intercepted)
                 if data is not None:
                     via = "html5"
-                    for i in range(1, DRAG_STEPS + 1):
+                    for i in range(1, DRAG_STEPS + 2):  # the last one: held over the target a moment
+                        await asyncio.sleep(STEP_PAUSE_S if i <= DRAG_STEPS else HOLD_PAUSE_S)
                         kind = "dragEnter" if i == 1 else "dragOver"
-                        x, y = point(i)
-                        await hand.send(
-                            "Input.dispatchDragEvent", {"type": kind, "x": x, "y": y, "data": data}
-                        )
-                    await hand.send(
-                        "Input.dispatchDragEvent", {"type": "drop", "x": x1, "y": y1, "data": data}
-                    )
+                        x, y = point(min(i, DRAG_STEPS))
+                        event = {"type": kind, "x": x, "y": y, "data": data}
+                        await hand.send("Input.dispatchDragEvent", event)
+                    event = {"type": "drop", "x": x1, "y": y1, "data": data}
+                    await hand.send("Input.dispatchDragEvent", event)
                 else:
-                    for i in range(1, DRAG_STEPS + 1):
-                        await hand.mouse("mouseMoved", *point(i), "left", 1)
+                    for i in range(1, DRAG_STEPS + 2):
+                        await asyncio.sleep(STEP_PAUSE_S if i <= DRAG_STEPS else HOLD_PAUSE_S)
+                        await hand.mouse("mouseMoved", *point(min(i, DRAG_STEPS)), "left", 1)
                     await hand.mouse("mouseReleased", x1, y1, "left", 0, 1)
             finally:
                 hand.cdp.remove_listener("Input.dragIntercepted", on_drag)
@@ -514,7 +518,7 @@ class NativeInput(Extension):
         if intercepted.done():
             return intercepted.result()
         (record,) = await self.report(tab, key, (source,), keep=True)
-        started = landed(record, "dragstart") in ("same", "descendant")
+        started = landed(record, "dragstart") is not None  # the element's or a draggable ancestor's
         if not started or (isinstance(record, dict) and record.get("dragstartPrevented") is True):
             return None
         try:
