@@ -349,3 +349,24 @@ def test_renderer_killed_mid_type_keys_answers_at_once_as_an_unknown_outcome(hos
     assert box["answered"] - killed < 2.5, "type_keys waited for its deadline instead of the fault"
     until(lambda: ok(host, "tabs.list", {}) is not None, 10)
     assert call(host, "tab.navigate", {"tabId": tab, "url": host.site("keys.html")})["success"]
+
+
+def test_a_dialog_opened_by_a_native_click_is_answered_while_the_click_waits(host: Host) -> None:
+    """A confirm() opened by the trusted click blocks the renderer: the click stays outstanding, the
+    recovery extensions see and accept the dialog, and the click then completes as a success."""
+    tab = str(ok(host, "tabs.open", {"url": host.site("dialog.html")})["tabId"])
+    thread, box = call_in_thread(
+        host,
+        "extension.call",
+        {"name": "click", "arguments": {"tabId": tab, "ref": refs(host, tab)["Ask for confirmation"]}},
+    )
+    until(lambda: bool(done(host, "dialog_observe", tabId=tab)["dialogs"]), 10)
+    assert done(host, "dialog_accept", tabId=tab)["handled"] == "accepted"
+    thread.join(15)
+    assert box["env"] == {
+        "version": 1,
+        "id": 1,
+        "success": True,
+        "result": {"clicked": True, "target": "same"},
+    }
+    assert "Answer: confirmed" in text(host, tab)
