@@ -27,6 +27,8 @@ from .reader import (
     focus_script,
     kept_script,
     new_document_script,
+    pointer_aim_script,
+    pointer_report_script,
     preload_script,
     scroll_script,
 )
@@ -64,6 +66,8 @@ __all__ = [
     "kept_script",
     "mcp_http_refusal",
     "new_document_script",
+    "pointer_aim_script",
+    "pointer_report_script",
     "preload_script",
     "redact_url",
     "redact_urls_in",
@@ -78,6 +82,10 @@ e.g. for a host's ``MCP-Protocol-Version`` header check. ``MCP_STATELESS_VERSION
 ``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script`` and ``WORLD_NAME``: generated
 reader scripts for a host's own extensions — the first three act on the captured node the gateway hands a
 ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the ``WORLD_NAME`` world.
+``pointer_aim_script`` / ``pointer_report_script``: the same for native input (trusted CDP pointer and key
+events a host sends itself): before any event, one run checks the captured node (live, enabled, in view,
+a non-empty box that is not moving, and the hit test at the point) and answers the point in top-level
+viewport CSS pixels; the report says where the watched events landed (docs/host.md "Native input").
 ``preload_script()``: optional, for a host that wants a new document's first reader call to find its
 bundle already compiled: run it in the document's ``WORLD_NAME`` world ahead of time (CONTRACT.md §9; every
 script also installs its own bundle when the world lacks it, so skipping it changes only speed).

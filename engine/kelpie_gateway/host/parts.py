@@ -21,6 +21,7 @@ from kelpie_gateway.host.browser.world import World
 from kelpie_gateway.host.extensions.dialogs import Dialogs
 from kelpie_gateway.host.extensions.history import History
 from kelpie_gateway.host.extensions.keys import Keys
+from kelpie_gateway.host.extensions.pointer import NativeInput
 from kelpie_gateway.host.extensions.scroll import Scroll
 from kelpie_gateway.host.extensions.waits import Waits
 from kelpie_gateway.host.renderer import JsonObject
@@ -34,6 +35,7 @@ PARTS: tuple[type[Part], ...] = (
     Scroll,  # scroll
     History,  # go_back, go_forward
     Waits,  # wait_for_text
+    NativeInput,  # click, hover, drag, type_keys
 )
 
 RETIREMENT_GRACE_MS = 2_000

@@ -166,6 +166,11 @@ def list_tools(gw: GatewayCore) -> list[JsonObject]:
     return tools
 
 
+NATIVE_INPUT = ("click", "hover", "drag", "type_keys")
+"""The reference host's native-input extensions (docs/host.md "Native input"): the instructions say when to
+prefer them, for whichever of them the gateway admits."""
+
+
 def instructions(gw: GatewayCore) -> str:
     """The ``initialize`` instructions: how refs, BUSY and ``mayHaveCompleted`` work, for this gateway."""
     methods = set(gw.catalog.methods)
@@ -195,4 +200,10 @@ def instructions(gw: GatewayCore) -> str:
             f"Extensions: {TOOL_EXTENSIONS} lists them, {TOOL_EXTENSION_TOOLS} describes them, "
             f"{TOOL_EXTENSION} calls one."
         )
+        native = [n for n in NATIVE_INPUT if n in gw.catalog.extensions]
+        if native:
+            parts.append(
+                f"If a control ignores tab.click or tab.type (hover menus, keyed autocompletes, drags), use the "
+                f"extensions {', '.join(native)}: a real hand's events."
+            )
     return " ".join(parts)
