@@ -66,6 +66,8 @@ class BrowserOptions:
     read_only: bool = False
     extensions_include: list[str] | None = None
     extensions_exclude: list[str] = field(default_factory=list)
+    tools: str = "compact"
+    """``--tools``: the gateway config's ``mcpTools`` (``compact`` or ``full``)."""
     viewport: tuple[int, int] | None = None
     audit_log: Path | None = None
     audit_max_bytes: int = DEFAULT_MAX_BYTES
@@ -156,6 +158,8 @@ def _gateway_config(opts: BrowserOptions, browser: bool) -> dict[str, Any]:
         include=opts.extensions_include,
         exclude=opts.extensions_exclude,
     )
+    if opts.tools != "compact":
+        config["mcpTools"] = opts.tools
     if opts.config_file is not None:
         config = apply_config(
             config, load_config_file(opts.config_file), source=f"--config {opts.config_file}"

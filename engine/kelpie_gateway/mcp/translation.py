@@ -105,6 +105,10 @@ def tools_call(
             )
         envelope = success(rid, {"tools": [_describe(gw, n) for n in names]})
         return gw.complete_now(envelope, lambda e: finish(tool_response(rid, e)), "tools/call")
+    if gw.config.mcp_tools == "full" and name in gw.catalog.methods and name != "extension.call":
+        request = {"version": 1, "id": rid, "method": name, "params": arguments}
+        image = name == "tab.screenshot"
+        return gw.begin_parsed(request, lambda e: finish(tool_response(rid, e, image=image)))
     return _direct_call(gw, rid, name, arguments, finish)
 
 
