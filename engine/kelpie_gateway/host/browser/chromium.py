@@ -29,16 +29,18 @@ is relaunched (or reattached) and :meth:`ChromiumRenderer.available` lets the ne
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 
+from kelpie_gateway.host.remote import RemoteBrowser
 from kelpie_gateway.host.renderer import Endpoint, JsonObject, Refused, RendererEvents, fail
 
 from .common import Tab, short
-from .lifecycle import Lifecycle
+from .lifecycle import VIEWPORT, ContextOptions, Lifecycle
+from .link import BrowserLink
 from .pages import Pages
 
 if TYPE_CHECKING:
@@ -119,38 +121,50 @@ class _Unheard:
 
 
 class ChromiumRenderer:
-    """Headless Chromium with one context, made of ``parts``; see the module docstring.
+    """One browser context of headless Chromium, made of ``parts``; see the module docstring.
 
     ``parts``: the part classes to install, in order (``kelpie_gateway.host.parts.PARTS``; tests may give
-    fewer). ``guard``: the site policy's redirect guard when the policy is restrictive (used by the routing
-    part). ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part)."""
+    fewer). ``link``: the host's browser, shared by every context (``--isolation per-client``); without
+    one the renderer makes its own from ``executable``, ``headless``, ``user_data_dir`` and
+    ``cdp_endpoint``, and closes it with itself. ``context_options``: what its context is made with
+    (``lifecycle.new_context``). ``tab_ids``: the host's tab-number counter (shared by every context, so
+    tab ids are unique across clients). ``guard``: the site policy's redirect guard when the policy is
+    restrictive (used by the routing part). ``dialog_timeout_s``: how long a dialog nobody answers stays
+    open (the dialogs part)."""
 
     def __init__(
         self,
         *,
-        executable: str | None,
         log: Callable[[str], None],
         parts: Sequence[type[Part]],
+        link: BrowserLink | None = None,
+        executable: str | None = None,
         dialog_timeout_s: float = 60.0,
         guard: RedirectGuard | None = None,
         viewport: Mapping[str, int] | None = None,
         headless: bool = True,
         user_data_dir: str | None = None,
         cdp_endpoint: str | None = None,
+        context_options: ContextOptions | None = None,
+        tab_ids: Iterator[int] | None = None,
     ) -> None:
         self.log = log
         self.guard = guard
         self.dialog_timeout_s = dialog_timeout_s
         self.events: RendererEvents = _Unheard()
-        self.lifecycle = Lifecycle(
-            self,
-            executable=executable,
-            viewport=viewport,
-            headless=headless,
-            user_data_dir=user_data_dir,
-            cdp_endpoint=cdp_endpoint,
-        )
-        self.pages = Pages(self)
+        own_link = link is None
+        if link is None:  # one renderer, one browser of its own (the other arguments say which)
+            link = BrowserLink(
+                log=log,
+                executable=executable,
+                headless=headless,
+                user_data_dir=user_data_dir,
+                remote=RemoteBrowser("cdp", cdp_endpoint) if cdp_endpoint else None,
+                viewport=viewport,
+            )
+        options = context_options or ContextOptions(viewport=dict(viewport or VIEWPORT))
+        self.lifecycle = Lifecycle(self, link, options=options, own_link=own_link)
+        self.pages = Pages(self, tab_ids)
         self._background: set[asyncio.Future[Any]] = set()
         self._handlers: dict[str, Endpoint] = {}
         self.parts: tuple[Part, ...] = tuple(kind(self) for kind in parts)
@@ -238,7 +252,7 @@ class ChromiumRenderer:
         if handler is None:
             return fail("RENDERER_FAILED", f"this host has no native endpoint {method!r}")
         if self.lifecycle.lost:  # it exited after :meth:`available` said it was there: nothing is run
-            what = "reattaches to" if self.lifecycle.cdp_endpoint else "starts"
+            what = self.lifecycle.link.what_it_does()
             return fail(
                 "BROWSER_UNAVAILABLE",
                 f"the browser exited just before this call; nothing was run; the host {what} it on the next call",
@@ -266,5 +280,6 @@ class ChromiumRenderer:
         return await self.pages.close_target(tab_id)
 
     async def close(self) -> None:
-        """Close the browser this host launched; an attached one is only disconnected."""
+        """Close this renderer's browser context (and its own browser, when it has one: the browser this
+        host launched is closed, an attached one only disconnected)."""
         await self.lifecycle.close()
