@@ -24,7 +24,7 @@ from aiohttp import web
 from kelpie_gateway.host.audit import DEFAULT_MAX_BYTES, AuditLog
 from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, state_dir
 from kelpie_gateway.host.browser import BrowserLink, ChromiumRenderer, ContextOptions, find_chromium
-from kelpie_gateway.host.browser.link import VIEWPORT
+from kelpie_gateway.host.browser.link import VIEWPORT, BrowserStartError
 from kelpie_gateway.host.contexts import (
     DEFAULT_IDLE_S,
     DEFAULT_MAX_CONTEXTS,
@@ -371,7 +371,7 @@ async def start_stack(
         await renderer.close()
         if link is not None:
             await link.close()
-        why = f"{type(exc).__name__}: {_first_line(exc)}"
+        why = str(exc) if isinstance(exc, BrowserStartError) else f"{type(exc).__name__}: {_first_line(exc)}"
         raise StartError(link.scrub(why) if link is not None else why) from None
     if not per_client:
         driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit, ready=ready)
@@ -432,6 +432,8 @@ async def _start_browser(link: BrowserLink, chromium: ChromiumRenderer, site_url
         if not link.started:
             await link.start()
         await chromium.start(site_url)
+    except BrowserStartError as exc:
+        raise StartError(str(exc)) from None
     except Exception as exc:
         raise StartError(link.scrub(f"{type(exc).__name__}: {_first_line(exc)}")) from None
 

@@ -33,7 +33,7 @@ from playwright.async_api import BrowserContext
 from kelpie_gateway.host.renderer import JsonObject, fail
 
 from .common import TabHooks
-from .link import CHROMIUM_FLAGS, DEFAULT_CHROMIUM, VIEWPORT, BrowserLink, find_chromium
+from .link import CHROMIUM_FLAGS, DEFAULT_CHROMIUM, VIEWPORT, BrowserLink, BrowserStartError, find_chromium
 from .pages import Pages
 
 __all__ = [
@@ -129,8 +129,8 @@ class Lifecycle:
 
     async def start(self, first_url: str | None) -> None:
         """Make the context and open ``first_url`` in its first tab (the link is started first when this
-        renderer owns it; a link that is down is waited for). Raises when it cannot (the message is safe
-        to print: no secret)."""
+        renderer owns it; a link that is down is waited for). Raises :class:`BrowserStartError` when it
+        cannot (the message is safe to print: no secret)."""
         self._first_url = first_url
         self.link.listen(self)
         if self.own_link and not self.link.started:
@@ -139,11 +139,11 @@ class Lifecycle:
         if coming is not None:
             refused = await coming
             if refused is not None:
-                raise RuntimeError(refused["error"]["message"])
+                raise BrowserStartError(refused["error"]["message"])
         try:
             await self._open()
         except Exception as exc:
-            raise RuntimeError(self.link.why(exc, 300)) from None
+            raise BrowserStartError(self.link.why(exc, 300)) from None
         self._started = True
 
     async def _open(self) -> None:

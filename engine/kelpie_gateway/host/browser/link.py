@@ -75,6 +75,10 @@ def find_chromium(explicit: str | None) -> str | None:
     return None
 
 
+class BrowserStartError(RuntimeError):
+    """The browser could not be had at start-up; the message (scrubbed of every secret) says which and why."""
+
+
 class LinkListener(Protocol):
     """What a browser context hears from its link (on the event loop; neither may raise)."""
 
@@ -170,12 +174,16 @@ class BrowserLink:
     # ----------------------------------------------------------------- start
     async def start(self) -> None:
         """Start the Playwright driver and get the browser (one of the ways of the module docstring).
-        Raises (scrubbed: :class:`RuntimeError` with a message safe to print) when it cannot."""
+        Raises :class:`BrowserStartError` (its message scrubbed: safe to print) when it cannot."""
         try:
             self._pw = await async_playwright().start()
             await self._connect()
         except Exception as exc:
-            raise RuntimeError(self.why(exc, 300)) from None
+            where = ""
+            if self.remote is not None:
+                what = "attached browser" if self.attached else "remote browser"
+                where = f"the {what} at {self.remote.shown} could not be reached: "
+            raise BrowserStartError(self.scrub(where + self.why(exc, 300))) from None
         self.started = True
 
     async def _connect(self) -> None:
