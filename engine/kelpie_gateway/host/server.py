@@ -62,7 +62,7 @@ from aiohttp.web_response import StreamResponse
 from aiohttp.web_server import Server
 
 from kelpie_gateway import jsonrpc_error, mcp_http_refusal
-from kelpie_gateway.host.auth import Pairing, TokenStore
+from kelpie_gateway.host.auth import Pairing, PairingRecord, TokenStore
 from kelpie_gateway.host.auth import state_dir as state_dir  # re-exported: it moved to auth (a light import)
 from kelpie_gateway.host.contexts import Client, DriverSource, Lease
 from kelpie_gateway.host.driver import Caller
@@ -434,14 +434,20 @@ class HostServer:
 
     def _check_bearer(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> str:
         token = self._bearer(request)
-        verdict, _entry = self.tokens.check(token)
-        if token is None or verdict != "valid":
+        self._pairing(token, err)
+        assert token is not None
+        return token
+
+    def _pairing(self, token: str | None, err: Callable[[str, str], JsonObject]) -> PairingRecord:
+        """The pairing of a valid bearer; else raises the 401 its verdict deserves (missing, unknown, revoked)."""
+        verdict, entry = self.tokens.check(token)
+        if token is None or verdict != "valid" or entry is None:
             message = unauthorized_message(verdict)
             challenge = 'Bearer realm="kelpie-gateway"'
             if verdict != "missing":
                 challenge += f', error="invalid_token", error_description="{message.split(":")[0]}"'
             raise _Refused(_json(401, err("NOT_AUTHORIZED", message), {"WWW-Authenticate": challenge}))
-        return token
+        return entry
 
     def _admit(
         self, request: web.Request, err: Callable[[str, str], JsonObject], *, bearer: bool = True
@@ -453,12 +459,15 @@ class HostServer:
         self._check_origin(request, err)
         return token
 
-    def _caller(self, token: str | None, transport: str) -> tuple[Caller, Lease]:
-        """The audit trail's caller (the pairing name of ``token``) and the driver lent to serve it."""
-        verdict, entry = self.tokens.check(token)
-        name = entry.client if verdict == "valid" and entry is not None else "-"
-        key = entry.digest.hex() if verdict == "valid" and entry is not None else "-"
-        return Caller(client=name, transport=transport), self.drivers.lease(Client(key, name))
+    def _caller(
+        self, token: str | None, transport: str, err: Callable[[str, str], JsonObject]
+    ) -> tuple[Caller, Lease]:
+        """The audit trail's caller (the pairing name of ``token``) and the driver lent to serve it (the
+        client's own under ``--isolation per-client``, keyed by the token's digest). A bearer revoked while
+        its body was read is refused here (401) like any other: no driver is lent to it."""
+        entry = self._pairing(token, err)
+        caller = Caller(client=entry.client, transport=transport)
+        return caller, self.drivers.lease(Client(entry.digest.hex(), entry.client))
 
     def _check_origin(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
         if "Origin" in request.headers:
@@ -516,9 +525,9 @@ class HostServer:
                 request,
                 _envelope_error("REQUEST_TOO_LARGE", f"the request body is over {MAX_BODY} bytes (4 MiB)"),
             )
+            caller, lease = self._caller(token, "http", err)
         except _Refused as refused:
             return await _refuse(request, refused)
-        caller, lease = self._caller(token, "http")
         with lease:
             step = await lease.driver.canonical(body, caller)
             response = step.get("response")
@@ -551,9 +560,9 @@ class HostServer:
             refusal = mcp_http_refusal(body, request.headers.items())
             if refusal is not None:
                 raise _Refused(_json(int(refusal["httpStatus"]), refusal["response"]))
+            caller, lease = self._caller(token, "mcp-http", err)
         except _Refused as refused:
             return await _refuse(request, refused)
-        caller, lease = self._caller(token, "mcp-http")
         with lease:
             step = await lease.driver.mcp(body, caller)
             response = step.get("response")
