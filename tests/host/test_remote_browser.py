@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 from faults_testlib import free_port, kill, refused, start_chromium, until
-from host_testlib import ROOT, Host, start_host
+from host_testlib import ROOT, Host, RecordingSite, start_host
 from kelpie_gateway.host.launch import HostProcess, terminate
 from mcp_testlib import connect, element, ok, open_tab, run
 from remote_testlib import PlaywrightServer, RecordingEndpoint
@@ -181,11 +181,16 @@ def test_a_lost_server_retires_work_answers_unavailable_and_recovers(grid: Grid)
     assert latest["authorization"] == f"Bearer {ENV_SECRET}"
 
 
-def test_per_client_contexts_live_side_by_side_in_the_remote_browser(grid: Grid, tmp_path: Path) -> None:
+def test_per_client_contexts_and_the_site_policy_in_the_remote_browser(grid: Grid, tmp_path: Path) -> None:
+    """Two clients' contexts side by side in one remote browser; the site policy holds there as locally: a
+    navigation to a blocked origin is refused before anything runs, and a subframe to it is stopped by the
+    context's request routing inside the remote browser (the blocked server never sees the request)."""
     key_file = tmp_path / "grid-key"
     key_file.write_text(FILE_SECRET)
+    blocked = RecordingSite("127.0.0.2")
     process = start_host(["--approve-pairing", "auto", "--pairings", "memory", "--isolation", "per-client",
-                          *remote_flags(grid.endpoint, key_file)], "python")
+                          "--blocked-origins", "http://127.0.0.2:*", *remote_flags(grid.endpoint, key_file)],
+                         "python")
     try:
         host = Host(process, "", "python")
         one, two = host.pair("grid-one"), host.pair("grid-two")
@@ -198,9 +203,16 @@ def test_per_client_contexts_live_side_by_side_in_the_remote_browser(grid: Grid,
             host.call("tab.navigate", {"tabId": tab, "url": host.site("isolation.html")}, token)
             text = host.call("tab.snapshot", {"tabId": tab}, token)["result"]["text"]
             assert f"Cookie: {name}" in text and f"Storage: {name}" in text, text
+        tab = host.call("tabs.list", token=one)["result"]["tabs"][0]["tabId"]
+        refused(host.call("tab.navigate", {"tabId": tab, "url": f"{blocked.url}/page"}, one), "NOT_AUTHORIZED")
+        framed = host.call("tab.navigate", {"tabId": tab, "url": host.site(f"popup.html?frame={blocked.url}/framed")}, one)
+        assert framed["success"], framed
+        assert process.wait_for_line("site policy: blocked document (subframe)", 10)
+        assert blocked.hits == []
         no_secret_in("\n".join(process.lines), "the per-client host's log")
     finally:
         process.stop()
+        blocked.stop()
 
 
 def test_no_secret_in_the_log_the_audit_or_the_version(grid: Grid) -> None:
