@@ -184,7 +184,8 @@ def instructions(gw: GatewayCore) -> str:
     if gw.config.targeting == "direct" and "tabs.list" in methods and gw.config.pinned_tab is None:
         parts.append("Tab methods need params.tabId (from tabs.list or tabs.open).")
     parts.append(
-        "BUSY means another action is still running and nothing was done: wait, then try again. "
+        "BUSY means another action is still running and nothing was done: wait, then try again; "
+        "BROWSER_UNAVAILABLE means the browser is not reachable right now (nothing was done either). "
         "A failure with mayHaveCompleted:true means the action may already have happened: never repeat it "
         "blindly; observe first and decide from what you see."
     )
