@@ -187,7 +187,11 @@ class Isolation:
             f"(a context closes after {idle_s:g} s without requests, or when its client's pairing is revoked)"
         )
         self.front = Driver(
-            front, LimitRenderer(self.limit_message), log, authorize=self._refuse, audit=audit
+            front,
+            LimitRenderer(self.limit_message),
+            lambda line: log(f"[front] {line}"),
+            authorize=self._refuse,
+            audit=audit,
         )
 
     # ----------------------------------------------------------------- the transports' side
