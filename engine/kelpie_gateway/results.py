@@ -26,6 +26,7 @@ from typing import Any, Final, NamedTuple
 from . import jsonio
 from .errors import JsonObject, Refusal
 from .schema import ELEMENT_STATES
+from .urls import redact_url
 
 PASSTHROUGH_CODES: Final = frozenset(
     {
@@ -127,6 +128,18 @@ class Shaped:
 Shaper = Callable[[Planned, JsonObject], Shaped]
 
 
+def failure_of(result: JsonObject) -> tuple[str, str]:
+    """``(code, message)`` of a renderer's ``{"success": false, "error": {code, message}}``: a code of
+    :data:`PASSTHROUGH_CODES` is kept, any other becomes RENDERER_FAILED (the message then names it)."""
+    err = result.get("error")
+    code = err.get("code") if isinstance(err, dict) else None
+    message = err.get("message") if isinstance(err, dict) else None
+    text = message if isinstance(message, str) and message else "the renderer reported a failure"
+    if not isinstance(code, str) or code not in PASSTHROUGH_CODES:  # (an array is no code: not hashable)
+        return "RENDERER_FAILED", f"{text} (renderer code {code!r})" if code is not None else text
+    return code, text
+
+
 def malformed(message: str) -> Refusal:
     """A renderer result that lacks a required field or has the wrong type."""
     return Refusal("RENDERER_FAILED", message, may_have_completed=None)
@@ -185,7 +198,7 @@ def parse_tabs(result: JsonObject) -> list[JsonObject]:
         entry = {
             "tabId": tab_id,
             "generation": gen,
-            "url": url if url.isascii() else repair(url),  # ASCII holds no surrogate
+            "url": redact_url(url if url.isascii() else repair(url)),  # ASCII holds no surrogate
             "title": title if title.isascii() else repair(title),
             "active": active,
         }
@@ -224,7 +237,7 @@ def _tabs_close(p: Planned, _result: JsonObject) -> Shaped:
 def _navigate(_p: Planned, result: JsonObject) -> Shaped:
     tab = field(result, "tabId", str, "navigate")
     generation = field(result, "generation", int, "navigate")
-    url = field(result, "url", str, "navigate")
+    url = redact_url(field(result, "url", str, "navigate"))
     return Shaped(
         {"tabId": tab, "generation": generation, "url": url},
         generations=((tab, generation),),
@@ -267,7 +280,7 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
     params = p.params
     tab = p.tab_id
     assert tab is not None
-    url = jsonio.repair_surrogates(field(value, "url", str, "snapshot"))
+    url = redact_url(jsonio.repair_surrogates(field(value, "url", str, "snapshot")))
     title = jsonio.repair_surrogates(field(value, "title", str, "snapshot"))
     text = jsonio.repair_surrogates(field(value, "text", str, "snapshot"))
     truncated = field(value, "truncated", bool, "snapshot")
@@ -304,7 +317,7 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
         if link is not None:
             if not isinstance(link, str):
                 raise malformed(f"{where}: 'url' must be a string")
-            link, cut_link = cut_utf16(link, URL_FIELD_MAX)
+            link, cut_link = cut_utf16(redact_url(link), URL_FIELD_MAX)
             if cut_link:
                 link = cut_utf16(link, URL_FIELD_MAX - 1)[0] + "\u2026"
                 truncated = True

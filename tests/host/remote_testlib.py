@@ -11,6 +11,7 @@ import concurrent.futures
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -87,13 +88,27 @@ class PlaywrightServer:
         self.proc = None
 
 
-class RecordingEndpoint:
-    """``ws://127.0.0.1:PORT/...`` in front of ``upstream`` (``ws://127.0.0.1:UPSTREAM``): each handshake is
-    recorded (``handshakes``: path with query, and the headers), then relayed upstream with the same path,
-    query and headers; when either side closes, so does the other. An upstream that does not answer: 502."""
+def machine_address() -> str | None:
+    """This machine's own non-loopback IPv4 address (the interface of its default route), or None. No
+    packet is sent: a UDP socket's ``connect`` only picks the route."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))
+        except OSError:
+            return None
+        address = str(probe.getsockname()[0])
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
 
-    def __init__(self, upstream_port: int) -> None:
+
+class RecordingEndpoint:
+    """``ws://HOST:PORT/...`` (``host``: 127.0.0.1 unless given) in front of ``upstream``
+    (``ws://127.0.0.1:UPSTREAM``): each handshake is recorded (``handshakes``: path with query, and the
+    headers), then relayed upstream with the same path, query and headers; when either side closes, so does
+    the other. An upstream that does not answer: 502."""
+
+    def __init__(self, upstream_port: int, host: str = "127.0.0.1") -> None:
         self.upstream_port = upstream_port
+        self.host = host
         self.handshakes: list[dict[str, Any]] = []
         self.port = 0
         self._loop = asyncio.new_event_loop()
@@ -110,13 +125,13 @@ class RecordingEndpoint:
         app.router.add_route("GET", "/{tail:.*}", self._relay)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, self.host, 0)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
 
     @property
     def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
+        return f"ws://{self.host}:{self.port}"
 
     async def _relay(self, request: web.Request) -> web.StreamResponse:
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP

@@ -21,6 +21,7 @@ from kelpie_gateway.host.cli import build_parser
 from kelpie_gateway.host.contexts import Client, Isolation, Opened
 from kelpie_gateway.host.remote import (
     REDACTED,
+    RemoteBrowser,
     RemoteConfigError,
     backoff_delay,
     parse_header,
@@ -337,3 +338,39 @@ def test_endpoint_credentials_are_redacted_and_scrubbed_from_messages() -> None:
 def test_the_reconnect_backoff_is_capped_and_jittered() -> None:
     assert [backoff_delay(n, 0.5, 4.0, lambda: 1.0) for n in range(6)] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
     assert backoff_delay(3, 0.5, 4.0, lambda: 0.0) == 2.0  # jitter: at least half the step
+
+
+@pytest.mark.parametrize(
+    ("kind", "endpoint", "here"),
+    [
+        ("playwright", "ws://127.0.0.1:3000/grid", True),
+        ("playwright", "ws://localhost:3000/", True),
+        ("cdp", "http://[::1]:9222", True),
+        ("playwright", "wss://grid.example.com/?token=x", False),
+        ("cdp", "http://192.0.2.2:9222", False),  # this machine's own address is another host to the rule
+    ],
+)
+def test_which_browsers_reach_the_policy_proxy(kind: str, endpoint: str, here: bool) -> None:
+    from kelpie_gateway.host.browser.link import BrowserLink
+
+    remote = RemoteBrowser(kind, endpoint)
+    assert remote.on_this_machine is here
+    assert BrowserLink(log=print, remote=remote).reaches_proxy is here
+    assert BrowserLink(log=print).reaches_proxy  # launched here
+
+
+def test_the_policy_proxy_reaches_the_launch_options_of_every_launched_browser() -> None:
+    from kelpie_gateway.host.browser.link import BrowserLink, proxy_flags
+
+    proxy = "http://127.0.0.1:4321"
+    flags = ["--proxy-server=http://127.0.0.1:4321", "--proxy-bypass-list=<-loopback>",
+             "--webrtc-ip-handling-policy=disable_non_proxied_udp"]
+    assert proxy_flags(proxy) == flags
+    local = BrowserLink(log=print, executable="/usr/bin/chromium", proxy=proxy)._launch_options(local=True)
+    assert local["args"][-3:] == flags and local["executable_path"] == "/usr/bin/chromium"
+    # A Playwright server is asked for the flags; the executable only when the operator named it.
+    server = BrowserLink(log=print, executable="/usr/bin/chromium", proxy=proxy,
+                         remote=RemoteBrowser("playwright", "ws://127.0.0.1:3000"))._launch_options(local=False)
+    assert server["args"][-3:] == flags and "executablePath" not in server
+    plain = BrowserLink(log=print)._launch_options(local=True)
+    assert not any(flag.startswith(("--proxy", "--webrtc")) for flag in plain["args"])

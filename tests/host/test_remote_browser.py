@@ -35,7 +35,7 @@ from faults_testlib import free_port, kill, refused, start_chromium, until
 from host_testlib import ROOT, Host, RecordingSite, start_host
 from kelpie_gateway.host.launch import HostProcess, terminate
 from mcp_testlib import connect, element, ok, open_tab, run
-from remote_testlib import PlaywrightServer, RecordingEndpoint
+from remote_testlib import PlaywrightServer, RecordingEndpoint, machine_address
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -181,38 +181,90 @@ def test_a_lost_server_retires_work_answers_unavailable_and_recovers(grid: Grid)
     assert latest["authorization"] == f"Bearer {ENV_SECRET}"
 
 
-def test_per_client_contexts_and_the_site_policy_in_the_remote_browser(grid: Grid, tmp_path: Path) -> None:
-    """Two clients' contexts side by side in one remote browser; the site policy holds there as locally: a
-    navigation to a blocked origin is refused before anything runs, and a subframe to it is stopped by the
-    context's request routing inside the remote browser (the blocked server never sees the request)."""
+def policy_host(grid: Grid, tmp_path: Path, endpoint: RecordingEndpoint) -> HostProcess:
     key_file = tmp_path / "grid-key"
     key_file.write_text(FILE_SECRET)
+    return start_host(["--approve-pairing", "auto", "--pairings", "memory", "--isolation", "per-client",
+                       "--blocked-origins", "http://127.0.0.2:*", *remote_flags(endpoint, key_file)], "python")
+
+
+def two_clients_isolated(host: Host) -> tuple[str, str]:
+    one, two = host.pair("grid-one"), host.pair("grid-two")
+    for token, name in ((one, "one"), (two, "two")):
+        tab = host.call("tabs.list", token=token)["result"]["tabs"][0]["tabId"]
+        env = host.call("tab.navigate", {"tabId": tab, "url": host.site(f"isolation.html?as={name}")}, token)
+        assert env["success"], env
+    for token, name in ((one, "one"), (two, "two")):
+        tab = host.call("tabs.list", token=token)["result"]["tabs"][0]["tabId"]
+        host.call("tab.navigate", {"tabId": tab, "url": host.site("isolation.html")}, token)
+        text = host.call("tab.snapshot", {"tabId": tab}, token)["result"]["text"]
+        assert f"Cookie: {name}" in text and f"Storage: {name}" in text, text
+    return one, two
+
+
+def blocked_twice(host: Host, token: str, blocked: RecordingSite, line: str) -> None:
+    """A navigation to ``blocked`` refused before dispatch; a page framing it loads, the frame stopped in the
+    browser (the log has ``line``)."""
+    tab = host.call("tabs.list", token=token)["result"]["tabs"][0]["tabId"]
+    refused(host.call("tab.navigate", {"tabId": tab, "url": f"{blocked.url}/page"}, token), "NOT_AUTHORIZED")
+    framed = host.call("tab.navigate", {"tabId": tab, "url": host.site(f"popup.html?frame={blocked.url}/framed")}, token)
+    assert framed["success"], framed
+    assert host.process.wait_for_line(line, 10), host.process.lines[-20:]
+
+
+def test_per_client_contexts_and_the_site_policy_through_the_proxy_in_a_browser_on_this_machine(
+    grid: Grid, tmp_path: Path
+) -> None:
+    """Two clients' contexts side by side in one remote browser reached at a loopback endpoint (so it runs on
+    this machine and reaches the policy proxy): a navigation to a blocked origin is refused before anything
+    runs, and a subframe to it is refused by the proxy every context of the remote browser goes through (the
+    blocked server never sees the request)."""
     blocked = RecordingSite("127.0.0.2")
-    process = start_host(["--approve-pairing", "auto", "--pairings", "memory", "--isolation", "per-client",
-                          "--blocked-origins", "http://127.0.0.2:*", *remote_flags(grid.endpoint, key_file)],
-                         "python")
+    process = policy_host(grid, tmp_path, grid.endpoint)
     try:
         host = Host(process, "", "python")
-        one, two = host.pair("grid-one"), host.pair("grid-two")
-        for token, name in ((one, "one"), (two, "two")):
-            tab = host.call("tabs.list", token=token)["result"]["tabs"][0]["tabId"]
-            env = host.call("tab.navigate", {"tabId": tab, "url": host.site(f"isolation.html?as={name}")}, token)
-            assert env["success"], env
-        for token, name in ((one, "one"), (two, "two")):
-            tab = host.call("tabs.list", token=token)["result"]["tabs"][0]["tabId"]
-            host.call("tab.navigate", {"tabId": tab, "url": host.site("isolation.html")}, token)
-            text = host.call("tab.snapshot", {"tabId": tab}, token)["result"]["text"]
-            assert f"Cookie: {name}" in text and f"Storage: {name}" in text, text
-        tab = host.call("tabs.list", token=one)["result"]["tabs"][0]["tabId"]
-        refused(host.call("tab.navigate", {"tabId": tab, "url": f"{blocked.url}/page"}, one), "NOT_AUTHORIZED")
-        framed = host.call("tab.navigate", {"tabId": tab, "url": host.site(f"popup.html?frame={blocked.url}/framed")}, one)
-        assert framed["success"], framed
-        assert process.wait_for_line("site policy: blocked document (subframe)", 10)
+        line = process.wait_for_line("site policy", 5) or ""
+        assert "every request of this host's browser contexts goes through its proxy" in line, line
+        one, _two = two_clients_isolated(host)
+        blocked_twice(host, one, blocked, f"site policy: blocked GET to {blocked.url}:")
         assert blocked.hits == []
         no_secret_in("\n".join(process.lines), "the per-client host's log")
     finally:
         process.stop()
         blocked.stop()
+
+
+def test_the_site_policy_by_routing_in_a_browser_on_another_machine(grid: Grid, tmp_path: Path) -> None:
+    """The same Playwright server reached at this machine's own non-loopback address: to the host that is
+    another machine, which cannot reach a proxy on its loopback, so no proxy is started and each context's
+    request routing applies the policy inside the remote browser: a blocked navigation refused before
+    anything runs, a blocked subframe stopped in the browser, a redirect from an allowed server to the
+    blocked one stopped at its hop and answered NOT_AUTHORIZED naming the origin — the blocked server never
+    hit."""
+    address = machine_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback IPv4 address to reach the Playwright server at")
+    endpoint = RecordingEndpoint(grid.server.port, host=address)
+    blocked, allowed = RecordingSite("127.0.0.2"), RecordingSite("127.0.0.3")
+    process = policy_host(grid, tmp_path, endpoint)
+    try:
+        host = Host(process, "", "python")
+        line = process.wait_for_line("site policy", 5) or ""
+        assert "cannot reach this host's proxy: each browser context's request routing applies it" in line, line
+        assert "proxy at" not in line, line
+        one, two = two_clients_isolated(host)
+        blocked_twice(host, one, blocked, f"site policy: blocked document (subframe) to {blocked.url}")
+        other = host.call("tabs.list", token=two)["result"]["tabs"][0]["tabId"]
+        hop = host.call("tab.navigate", {"tabId": other, "url": f"{allowed.url}/redirect?to={blocked.url}/hop"}, two)
+        assert hop["success"] is False and hop["error"]["code"] == "NOT_AUTHORIZED", hop
+        assert blocked.url in hop["error"]["message"] and hop["mayHaveCompleted"] is True, hop
+        assert allowed.hits and blocked.hits == []
+        no_secret_in("\n".join(process.lines), "the routed host's log")
+    finally:
+        process.stop()
+        blocked.stop()
+        allowed.stop()
+        endpoint.close()
 
 
 def test_no_secret_in_the_log_the_audit_or_the_version(grid: Grid) -> None:

@@ -24,7 +24,7 @@ from aiohttp import web
 from kelpie_gateway.host.audit import DEFAULT_MAX_BYTES, AuditLog
 from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, state_dir
 from kelpie_gateway.host.browser import BrowserLink, ChromiumRenderer, ContextOptions, find_chromium
-from kelpie_gateway.host.browser.link import VIEWPORT, BrowserStartError
+from kelpie_gateway.host.browser.link import VIEWPORT, BrowserStartError, context_proxy
 from kelpie_gateway.host.contexts import (
     DEFAULT_IDLE_S,
     DEFAULT_MAX_CONTEXTS,
@@ -36,7 +36,8 @@ from kelpie_gateway.host.contexts import (
 )
 from kelpie_gateway.host.driver import Driver, GatewayLike
 from kelpie_gateway.host.parts import PARTS, gateway_config
-from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, RedirectGuard, SitePolicy
+from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, SitePolicy
+from kelpie_gateway.host.policy_proxy import PolicyProxy
 from kelpie_gateway.host.remote import RemoteConfigError, parse_headers, remote_browser
 from kelpie_gateway.host.renderer import NoRenderer, Renderer
 from kelpie_gateway.host.server import (
@@ -163,6 +164,39 @@ class BrowserStack:
         """Where the transports get their driver (one, or one per client)."""
         return self.drivers if self.drivers is not None else SharedDrivers(self.driver)
 
+    proxy: PolicyProxy | None = None
+    """The site policy's proxy, which every request of the browser goes through (a restrictive policy and
+    a browser that can reach this host's loopback: ``BrowserLink.reaches_proxy``)."""
+
+    def describe_policy(self) -> str:
+        """The start-up line of the site policy: what is allowed and blocked, and how it is enforced for
+        this kind of browser (docs/host.md "What holds per browser")."""
+        line = f"site policy {self.policy.describe()}"
+        link = self.link
+        if self.proxy is not None:
+            if link is not None and link.attached:
+                line += (
+                    f"; an attached browser: the host works in a context of its own, through the site "
+                    f"policy's proxy at {self.proxy.server} (the browser's own tabs are not adopted; WebRTC "
+                    "as the browser was started)"
+                )
+            elif link is not None and link.remote is not None:
+                line += (
+                    f"; every request of this host's browser contexts goes through its proxy at "
+                    f"{self.proxy.server} (the Playwright server is asked to launch with WebRTC UDP off)"
+                )
+            else:
+                line += (
+                    f"; every browser request goes through its proxy at {self.proxy.server}; WebRTC UDP off"
+                )
+        elif link is not None and self.policy.restrictive and not link.reaches_proxy:
+            line += (
+                "; the browser is on another machine and cannot reach this host's proxy: each browser "
+                "context's request routing applies it (redirects seen per tab; WebSocket, workers' own "
+                "targets and WebRTC are not)"
+            )
+        return line
+
     async def close(self) -> None:
         """Drain late renderer replies (bounded), stop the site server, close every client context, (or
         detach from) the browser and the gateway. Never raises."""
@@ -176,6 +210,8 @@ class BrowserStack:
         await self.renderer.close()
         if self.link is not None:
             await self.link.close()
+        if self.proxy is not None:
+            await self.proxy.close()
         with contextlib.suppress(Exception):
             self.gateway.close()
 
@@ -331,6 +367,8 @@ async def start_stack(
     renderer: Renderer = NoRenderer()
     link: BrowserLink | None = None
     ready: asyncio.Future[None] | None = None
+    proxy: PolicyProxy | None = None
+    policy.log = log
     try:
         site_runner = QuietAppRunner(site_app(site_root))
         await site_runner.setup()
@@ -338,9 +376,12 @@ async def start_stack(
         await web.TCPSite(site_runner, "127.0.0.1", 0).start()
         site_url = f"http://127.0.0.1:{_port(site_runner)}/index.html"
         policy.allow_origin_of(site_url)
-        guard = RedirectGuard(policy, log) if policy.restrictive else None
         viewport = VIEWPORT if opts.viewport is None else _viewport(opts.viewport)
         tab_ids = itertools.count(1)
+        reaches_proxy = remote is None or remote.on_this_machine
+        if browser and policy.restrictive and reaches_proxy:
+            proxy = PolicyProxy(policy, log)
+            await proxy.start()
         if browser:
             link = BrowserLink(
                 log=log,
@@ -351,10 +392,12 @@ async def start_stack(
                 remote=remote,
                 viewport=viewport,
                 backoff_max_s=opts.browser_backoff_max_s,
+                proxy=proxy.server if proxy is not None else None,
             )
+        site = _ContextSite(policy, proxy, viewport, tab_ids, routed=policy.restrictive and not reaches_proxy)
         if link is not None and not per_client:
-            chromium = _renderer(link, log, guard, viewport, tab_ids, shared=True)
-            renderer = chromium if guard is None else PolicyRenderer(chromium, guard)
+            chromium = site.renderer(link, log, shared=True)
+            renderer = site.wrap(chromium)
             if defer_browser:
                 ready = asyncio.ensure_future(_start_browser(link, chromium, site_url))
                 renderer = StartingRenderer(renderer, ready)
@@ -371,20 +414,24 @@ async def start_stack(
         await renderer.close()
         if link is not None:
             await link.close()
+        if proxy is not None:
+            await proxy.close()
         why = str(exc) if isinstance(exc, BrowserStartError) else f"{type(exc).__name__}: {_first_line(exc)}"
         raise StartError(link.scrub(why) if link is not None else why) from None
     if not per_client:
         driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit, ready=ready)
-        return BrowserStack(site_root, site_url, renderer, gateway, driver, runners, policy, ready, link)
+        return BrowserStack(
+            site_root, site_url, renderer, gateway, driver, runners, policy, ready, link, proxy=proxy
+        )
 
     def open_context(client: Client, label: str, ctx_log: Callable[[str], None], hint: str) -> Opened:
         """One client's context (``contexts.Open``): its gateway now, its browser context in the background."""
         context_gateway = make_gateway(config, via_abi=opts.via_abi, library=opts.abi_library)
         if link is None:  # --browser none: a gateway of its own, no browser
             return context_gateway, NoRenderer(), None
-        chromium = _renderer(link, ctx_log, guard, viewport, tab_ids, shared=False)
+        chromium = site.renderer(link, ctx_log, shared=False)
         chromium.pages.unknown_hint = hint
-        inner: Renderer = chromium if guard is None else PolicyRenderer(chromium, guard)
+        inner = site.wrap(chromium)
         made = asyncio.ensure_future(_start_browser(link, chromium, site_url))
         message = "this client's browser context could not be made; nothing was run: call again for a new one"
         return context_gateway, StartingRenderer(inner, made, message), made
@@ -400,31 +447,68 @@ async def start_stack(
         still_paired=still_paired,
     )
     stack = BrowserStack(
-        site_root, site_url, renderer, gateway, isolation.front, runners, policy, None, link, isolation
+        site_root,
+        site_url,
+        renderer,
+        gateway,
+        isolation.front,
+        runners,
+        policy,
+        None,
+        link,
+        isolation,
+        proxy=proxy,
     )
     stack.isolation = "per-client"
     return stack
 
 
-def _renderer(
-    link: BrowserLink,
-    log: Callable[[str], None],
-    guard: RedirectGuard | None,
-    viewport: Mapping[str, int],
-    tab_ids: Iterator[int],
-    *,
-    shared: bool,
-) -> ChromiumRenderer:
-    """One browser context's renderer on the host's browser (every part of ``PARTS``; its context made by
-    ``lifecycle.new_context`` with these options)."""
-    return ChromiumRenderer(
-        link=link,
-        log=log,
-        parts=PARTS,
-        guard=guard,
-        context_options=ContextOptions(viewport=dict(viewport), shared=shared),
-        tab_ids=tab_ids,
-    )
+@dataclass
+class _ContextSite:
+    """What every browser context of the host is made with, shared or per client (docs/host.md "Site
+    policy", "What holds per browser"): the viewport, the host-wide tab counter and the site policy — its
+    proxy (``proxy``: a browser that reaches this host's loopback; each context's Playwright ``proxy``
+    option names it, on top of a launched browser's flags) or, for a browser on another machine
+    (``routed``), the context's request routing (``browser/routing.py``)."""
+
+    policy: SitePolicy
+    proxy: PolicyProxy | None
+    viewport: Mapping[str, int]
+    tab_ids: Iterator[int]
+    routed: bool = False
+
+    def options(self, *, shared: bool) -> ContextOptions:
+        extra: dict[str, Any] = {}
+        if self.proxy is not None:
+            extra["proxy"] = context_proxy(self.proxy.server)
+        return ContextOptions(
+            viewport=dict(self.viewport), shared=shared, playwright=extra, route=self.routed
+        )
+
+    def renderer(self, link: BrowserLink, log: Callable[[str], None], *, shared: bool) -> ChromiumRenderer:
+        """One browser context's renderer on the host's browser (every part of ``PARTS``; its context made
+        by ``lifecycle.new_context`` with :meth:`options`)."""
+        return ChromiumRenderer(
+            link=link,
+            log=log,
+            parts=PARTS,
+            policy=self.policy,
+            context_options=self.options(shared=shared),
+            tab_ids=self.tab_ids,
+        )
+
+    def wrap(self, chromium: ChromiumRenderer) -> Renderer:
+        """``chromium`` as the driver sees it: under a restrictive policy, a navigation the proxy or the
+        routing stopped is answered ``NOT_AUTHORIZED`` (``policy.PolicyRenderer``)."""
+        if not self.policy.restrictive:
+            return chromium
+        refused_since = self.proxy.refused_since if self.proxy is not None else _never_refused
+        wrapped: Renderer = PolicyRenderer(chromium, self.policy, refused_since)
+        return wrapped
+
+
+def _never_refused(_url: str, _since: float) -> str | None:
+    return None
 
 
 async def _start_browser(link: BrowserLink, chromium: ChromiumRenderer, site_url: str) -> None:
@@ -510,7 +594,7 @@ async def serve(opts: ServeOptions) -> int:
         saved = f"saved in {opts.pairings_file}" if opts.pairings_file else "in memory only"
         log(f"pairings {saved} ({len(tokens)} active)")
         log(f"admin socket {sock_path} (kelpie-gateway pair approve CODE)")
-    log(f"site policy {stack.policy.describe()}")
+    log(stack.describe_policy())
     if audit is not None:
         log(f"audit log {audit.path} (one JSON line per transaction; SIGHUP reopens it)")
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol
@@ -162,7 +162,7 @@ class Isolation:
         log: Callable[[str], None],
         max_contexts: int = DEFAULT_MAX_CONTEXTS,
         idle_s: float = DEFAULT_IDLE_S,
-        authorize: Callable[[Mapping[str, Any]], JsonObject] | None = None,
+        authorize: Callable[[Mapping[str, Any]], JsonObject | Awaitable[JsonObject]] | None = None,
         audit: Any = None,
         still_paired: Callable[[str], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,

@@ -208,6 +208,14 @@ class RemoteBrowser:
         """The endpoint as logged (:func:`redact_endpoint`)."""
         return redact_endpoint(self.endpoint)
 
+    @property
+    def on_this_machine(self) -> bool:
+        """The endpoint's host is loopback: the browser runs on this machine, so it can reach the host's own
+        loopback servers (the site policy's proxy; docs/host.md "Site policy", "What holds per browser").
+        Through a tunnel (an SSH forward) it may not: then the proxy is unreachable and every request fails
+        (fail closed), never bypasses it."""
+        return is_loopback_host(urlsplit(self.endpoint).hostname or "")
+
     def header_dict(self) -> dict[str, str]:
         return {h.name: h.value for h in self.headers}
 

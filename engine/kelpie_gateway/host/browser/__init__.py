@@ -5,7 +5,7 @@ the host").
 attach, connect, relaunch, reconnect, close), ``lifecycle`` (one browser context on it: made, made again, closed),
 ``pages`` (tabs: births, adoption, crash, revival, close), ``common`` (``Tab``, what the pieces share),
 ``world`` (the isolated world: sessions, worlds, ``browser-control-evaluate``), ``endpoints`` (the built-in
-endpoints), ``routing`` (the site policy's request routing). The list of parts is
+endpoints). The list of parts is
 ``kelpie_gateway.host.parts.PARTS``; the renderer contract is ``kelpie_gateway.host.renderer``.
 """
 

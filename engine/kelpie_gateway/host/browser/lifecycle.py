@@ -10,9 +10,18 @@ setting such as the site policy's network settings plugs into):
 * on a persistent profile (``--user-data-dir``) the context is the profile's own (its first window's page
   is the first tab);
 * attached over CDP with ``shared`` isolation, the browser's default context (its open pages become tabs,
-  the host opens the first URL in a new one);
+  the host opens the first URL in a new one) — unless the context has a proxy (below): a running browser's
+  default context cannot be given one, so the host works in a context of its own;
 * otherwise a new context (``browser.new_context``: own cookies, storage, cache and permissions), its first
   tab opening the first URL.
+
+The site policy (``host/policy.py``, docs/host.md "Site policy") plugs in here. With a restrictive policy
+and a browser that can reach the host's loopback (``BrowserLink.reaches_proxy``) every context's
+``playwright`` options carry ``proxy`` (:func:`~.link.context_proxy`: the policy proxy, no loopback
+bypass), on top of the launch flags a launched browser has (``link.proxy_flags``); the persistent profile's
+context has the flags only. A browser on another machine cannot reach that proxy: its contexts are made
+with ``route`` and the routing part (``routing.py``) applies the policy to the requests the context's
+routing sees.
 
 When the browser goes away every tab is reported closed and the event sink hears ``renderer_gone(None)``;
 when it is back the context is made again at once (new tabs, every ref invalidated, one log line), and a
@@ -33,17 +42,28 @@ from playwright.async_api import BrowserContext
 from kelpie_gateway.host.renderer import JsonObject, fail
 
 from .common import TabHooks
-from .link import CHROMIUM_FLAGS, DEFAULT_CHROMIUM, VIEWPORT, BrowserLink, BrowserStartError, find_chromium
+from .link import (
+    CHROMIUM_FLAGS,
+    DEFAULT_CHROMIUM,
+    PROXY_BYPASS,
+    VIEWPORT,
+    BrowserLink,
+    BrowserStartError,
+    find_chromium,
+    proxy_flags,
+)
 from .pages import Pages
 
 __all__ = [
     "CHROMIUM_FLAGS",
     "DEFAULT_CHROMIUM",
+    "PROXY_BYPASS",
     "VIEWPORT",
     "ContextOptions",
     "Lifecycle",
     "find_chromium",
     "new_context",
+    "proxy_flags",
 ]
 
 
@@ -53,11 +73,14 @@ class ContextOptions:
 
     ``viewport``: CSS pixels. ``shared``: the host's one context (``--isolation shared``): on an attached
     browser that is its default context. ``playwright``: further ``browser.new_context`` keyword arguments
-    of this context (e.g. a proxy or permissions of a per-context network policy)."""
+    of this context: the site policy's ``proxy`` (``link.context_proxy``) when the browser can reach it.
+    ``route``: the site policy is applied by the context's request routing (``routing.py``: a browser on
+    another machine, which cannot reach the policy proxy)."""
 
     viewport: Mapping[str, int] = field(default_factory=lambda: dict(VIEWPORT))
     shared: bool = True
     playwright: Mapping[str, Any] = field(default_factory=dict)
+    route: bool = False
 
 
 async def new_context(link: BrowserLink, options: ContextOptions) -> tuple[BrowserContext, bool]:
@@ -69,7 +92,7 @@ async def new_context(link: BrowserLink, options: ContextOptions) -> tuple[Brows
     browser = link.browser
     if browser is None:
         raise RuntimeError("no browser")
-    if link.attached and options.shared and browser.contexts:
+    if link.attached and options.shared and browser.contexts and "proxy" not in options.playwright:
         return browser.contexts[0], False
     context = await browser.new_context(
         viewport=dict(options.viewport),  # type: ignore[arg-type]

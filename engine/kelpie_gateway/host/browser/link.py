@@ -57,6 +57,9 @@ CHROMIUM_FLAGS = (
 )
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 800}
+PROXY_BYPASS = "<-loopback>"
+"""Chromium's proxy bypass list under a policy: ``<-loopback>`` removes loopback from the implicit bypass
+list, so requests to ``127.0.0.0/8``, ``localhost`` and ``[::1]`` go through the proxy too."""
 RELAUNCH_BACKOFF_S = 5.0
 """After a failed relaunch, requests within this many seconds get BROWSER_UNAVAILABLE at once."""
 RECONNECT_INITIAL_S = 0.5
@@ -73,6 +76,22 @@ def find_chromium(explicit: str | None) -> str | None:
     if shutil.which(DEFAULT_CHROMIUM):
         return DEFAULT_CHROMIUM
     return None
+
+
+def proxy_flags(proxy: str) -> list[str]:
+    """Chromium's flags for a browser whose every request goes through ``proxy`` (``http://127.0.0.1:PORT``):
+    no direct connection to anything, loopback included, and WebRTC's UDP off (ICE only through the proxy,
+    which takes no UDP: ``disable_non_proxied_udp``)."""
+    return [
+        f"--proxy-server={proxy}",
+        f"--proxy-bypass-list={PROXY_BYPASS}",
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    ]
+
+
+def context_proxy(proxy: str) -> dict[str, str]:
+    """A browser context's Playwright ``proxy`` option for the policy proxy ``proxy`` (no loopback bypass)."""
+    return {"server": proxy, "bypass": PROXY_BYPASS}
 
 
 class BrowserStartError(RuntimeError):
@@ -97,7 +116,11 @@ class BrowserLink:
     ``executable``: what to launch (None: Playwright's own); for a Playwright server, what it is asked to
     launch when given explicitly (``explicit_executable``). ``viewport``: the persistent profile's (the
     other contexts set their own). ``backoff_max_s``: the longest wait between reconnect attempts to a
-    remote browser. ``rand``: the jitter source (tests may fix it)."""
+    remote browser. ``rand``: the jitter source (tests may fix it). ``proxy``: the site policy's proxy
+    (``http://127.0.0.1:PORT``, a restrictive policy) when the browser can reach it (:attr:`reaches_proxy`):
+    a browser this host launches — temporary or persistent profile — gets :func:`proxy_flags`, and a
+    Playwright server on this machine is asked to launch with them (its launch-options header); an
+    attached browser takes no flags (its contexts get the proxy: ``lifecycle.new_context``)."""
 
     def __init__(
         self,
@@ -111,8 +134,10 @@ class BrowserLink:
         viewport: Mapping[str, int] | None = None,
         backoff_max_s: float = 30.0,
         rand: Callable[[], float] = random.random,
+        proxy: str | None = None,
     ) -> None:
         self.log = log
+        self.proxy = proxy
         self.executable = executable
         self.explicit_executable = explicit_executable
         self.headless = headless
@@ -150,6 +175,13 @@ class BrowserLink:
     def launched(self) -> bool:
         """True when the host launched the browser itself (and may start it again)."""
         return self.remote is None
+
+    @property
+    def reaches_proxy(self) -> bool:
+        """The browser can reach this host's loopback (the site policy's proxy): launched here, or attached
+        or connected at a loopback endpoint (``RemoteBrowser.on_this_machine``). False for an endpoint on
+        another machine: there the policy is the context's request routing (docs/host.md "Site policy")."""
+        return self.remote is None or self.remote.on_this_machine
 
     def listen(self, listener: LinkListener) -> None:
         if listener not in self._listeners:
@@ -201,11 +233,8 @@ class BrowserLink:
             mode = "attached"
         elif remote is not None:
             headers = remote.header_dict()
-            if (
-                self.explicit_executable
-                and self.executable
-                and LAUNCH_OPTIONS_HEADER not in {h.lower() for h in headers}
-            ):
+            wanted = (self.explicit_executable and self.executable) or self.proxy is not None
+            if wanted and LAUNCH_OPTIONS_HEADER not in {h.lower() for h in headers}:
                 headers[LAUNCH_OPTIONS_HEADER] = json.dumps(self._launch_options(local=False))
             self.browser = await chromium.connect(
                 remote.endpoint, headers=headers or None, timeout=CONNECT_TIMEOUT_MS
@@ -236,10 +265,12 @@ class BrowserLink:
             context.on("close", lambda _c: self._on_disconnected(context))
 
     def _launch_options(self, *, local: bool) -> dict[str, Any]:
-        """Playwright launch options: the host's flags, headless or not, the executable (Python names for a
-        local launch, the protocol's for a Playwright server's launch-options header)."""
-        options: dict[str, Any] = {"headless": self.headless, "args": list(CHROMIUM_FLAGS)}
-        if self.executable:
+        """Playwright launch options: the host's flags (and the policy proxy's, :func:`proxy_flags`),
+        headless or not, the executable (Python names for a local launch, the protocol's for a Playwright
+        server's launch-options header; there only when given explicitly)."""
+        flags = [*CHROMIUM_FLAGS, *(proxy_flags(self.proxy) if self.proxy else ())]
+        options: dict[str, Any] = {"headless": self.headless, "args": flags}
+        if self.executable and (local or self.explicit_executable):
             options["executable_path" if local else "executablePath"] = self.executable
         return options
 
