@@ -153,6 +153,8 @@ class World(Part):
             raise PlaywrightError("the tab's page was replaced")
         tab.cdp, self.of(tab).frame_id = session, None
         self.frames.listen(tab, session)
+        gone = tab.main_gone
+        session.on("Inspector.targetCrashed", lambda _event: gone.set())
         # Best effort: without it each document gets its bundles when it commits (PRELOAD), or with its
         # first script. Page.enable is what makes Chromium run a session's new-document scripts.
         with contextlib.suppress(PlaywrightError):
