@@ -14,11 +14,13 @@ import asyncio
 import contextlib
 import http.server
 import threading
+import time
 import urllib.parse
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 import pytest
+from host_testlib import Host, ok, start_host
 from kelpie_gateway.host.app import BrowserOptions, BrowserStack, start_stack
 from kelpie_gateway.host.browser import ChromiumRenderer
 from kelpie_gateway.host.browser.frames import MAX_DEPTH, MAX_FRAMES, Frames
@@ -590,3 +592,34 @@ def test_scripts_without_a_frames_handle_still_run_in_the_main_world(stack: Stac
         del stack.frames.evaluate
     assert calls == [] and "frame" not in labels(snap)["Agree"]
     stack.ok("tabs.close", tabId=tab)
+
+
+def test_the_login_journey_through_serve_over_http_and_the_c_library(stack: Stack) -> None:
+    """The same sign-in through `kelpie-gateway serve --via-abi` over HTTP: element fields of frames cross
+    the C library unchanged, and the host's log never holds the typed text."""
+    process = start_host(["--approve-pairing", "auto"], "abi")
+    try:
+        host = Host(process, process.pair("frames"), "abi")
+        seen = len(stack.b.posts)
+        tab = str(ok(host, "tabs.open", {"url": f"{stack.a.url}/login-top.html"})["tabId"])
+        for _ in range(50):
+            snap = ok(host, "tab.snapshot", {"tabId": tab})
+            if "User" in labels(snap):
+                break
+            time.sleep(0.1)
+        user = labels(snap)["User"]
+        assert user["frame"] == {"origin": stack.b.url, "depth": 1}
+        assert ok(host, "tab.type", {"tabId": tab, "ref": user["ref"], "text": SECRET}) == {
+            "typed": len(SECRET)
+        }
+        sign_in = labels(ok(host, "tab.snapshot", {"tabId": tab}))["Sign in"]
+        assert ok(host, "tab.click", {"tabId": tab, "ref": sign_in["ref"]}) == {"clicked": True}
+        for _ in range(100):
+            if len(stack.b.posts) > seen:
+                break
+            time.sleep(0.05)
+        assert f"user={SECRET}" in stack.b.posts[seen]
+        assert SECRET not in repr(ok(host, "tab.snapshot", {"tabId": tab}))
+    finally:
+        process.stop()
+    assert process.lines and not [line for line in process.lines if SECRET in line]
