@@ -179,6 +179,7 @@ def instructions(gw: GatewayCore) -> str:
             "A ref works only on its own tab and only until the next snapshot, navigation or action there; "
             "when a ref is refused, take a new snapshot and use its refs. Elements carry states "
             "(disabled, checked, selected, offscreen, …); a select's options are elements to click. "
+            "Elements inside frames, of other sites too, carry frame {origin, depth} and act like any other. "
             "When the result has next, pass it as params.cursor for the rest of the same snapshot."
         )
     if gw.config.targeting == "direct" and "tabs.list" in methods and gw.config.pinned_tab is None:
