@@ -64,6 +64,7 @@ __all__ = [
     "kept_script",
     "new_document_script",
     "pointer_aim_script",
+    "pointer_frame_script",
     "pointer_report_script",
     "preload_script",
     "script_parameters",
@@ -481,7 +482,8 @@ FRAME_TAG_FUNCTION: Final = (
     " kept = Object.getOwnPropertyDescriptor(globalThis, slot); }"
     " const frames = kept.value;"
     " frames.depth = depth;"
-    " owners.forEach((owner, i) => frames.tags.set(owner, ids[i]));"
+    " if (!frames.owners) frames.owners = new Map();"
+    " owners.forEach((owner, i) => { frames.tags.set(owner, ids[i]); frames.owners.set(ids[i], new WeakRef(owner)); });"
     " return owners.length;"
     " }"
 )
@@ -490,8 +492,9 @@ with arguments ``depth`` (the document's frame depth: 0 for the tab's top docume
 frame element: the tag, e.g. the frame's CDP id) and then the frame elements themselves (remote objects of
 that world, e.g. from ``DOM.getFrameOwner`` and ``DOM.resolveNode``). From then on the snapshot bundle reads
 those frames as *hosted* — each in its own world, by the host — instead of walking them (docs/reader.md
-"Frames"). The tags live in a non-enumerable global of the isolated world, out of any page script's
-reach; value: the number of frames tagged."""
+"Frames"), and :func:`pointer_frame_script` finds a frame element by its tag (weakly held: a removed frame
+element is not kept alive). The tags live in a non-enumerable global of the isolated world, out of any page
+script's reach; value: the number of frames tagged."""
 
 
 def frame_part_script(
@@ -657,6 +660,7 @@ def pointer_aim_script(
     enabled: bool = True,
     offset: Mapping[str, float] | None = None,
     watch: tuple[str, ...] = (),
+    outer: Mapping[str, Any] | None = None,
 ) -> str:
     """Script that prepares trusted input on the node captured as `handle` (the host's native-input
     extensions ``click``, ``hover``, ``drag``, ``type_keys``; docs/host.md "Native input"). Read-only but for
@@ -671,12 +675,17 @@ def pointer_aim_script(
     ``NOT_ACTIONABLE`` message names the cover's role and name or text. Value: ``{x, y, target}`` — the
     point in the top-level viewport's CSS pixels and ``"same"`` | ``"descendant"`` | ``"label"`` — and the
     trusted events of the types in `watch` (members of :data:`POINTER_EVENTS`) that reach the node's
-    window are recorded from then on (:func:`pointer_report_script`). Raises ValueError for a malformed
-    key, handle, offset or event type.
+    window are recorded from then on (:func:`pointer_report_script`). `outer`: where the world's document
+    is seen in the top-level viewport when it is a frame read in a world of its own (the ``outer`` a
+    :func:`pointer_frame_script` of its parent answered; docs/host.md "Native input in frames"): the
+    point, the visibility and the viewport size are then the top viewport's. Raises ValueError for a
+    malformed key, handle, offset, outer or event type.
     """
     _check_key(key)
     _check_handle(handle)
     params: dict[str, Any] = {"key": key, "handle": handle, "op": "aim", "enabled": bool(enabled)}
+    if outer is not None:
+        params["outer"] = _check_outer(outer)
     if offset is not None:
         if not isinstance(offset, Mapping) or set(offset) != {"x", "y"}:
             raise ValueError("offset must be {x, y}")
@@ -689,6 +698,63 @@ def pointer_aim_script(
     if any(t not in POINTER_EVENTS for t in types):
         raise ValueError(f"watch holds an event type outside {sorted(POINTER_EVENTS)}")
     params["watch"] = types
+    return _script("pointer", params)
+
+
+_FRAME_ID_RE = re.compile(r"[0-9A-Za-z._-]{1,64}")
+
+
+def _number(v: Any, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not -1e7 <= v <= 1e7:
+        raise ValueError(f"{what} must be a finite number")
+    return float(v)
+
+
+def _check_outer(outer: Mapping[str, Any]) -> dict[str, Any]:
+    """A frame document's place in the top viewport as :func:`pointer_frame_script` answers it."""
+    try:
+        clip, view = outer["clip"], outer["view"]
+        return {
+            "dx": _number(outer["dx"], "outer.dx"),
+            "dy": _number(outer["dy"], "outer.dy"),
+            "clip": {k: _number(clip[k], f"outer.clip.{k}") for k in ("left", "top", "right", "bottom")},
+            "view": {k: _number(view[k], f"outer.view.{k}") for k in ("width", "height")},
+        }
+    except (KeyError, TypeError) as exc:
+        raise ValueError(
+            "outer must be {dx, dy, clip: {left, top, right, bottom}, view: {width, height}}"
+        ) from exc
+
+
+def pointer_frame_script(
+    key: str,
+    frame: str,
+    *,
+    outer: Mapping[str, Any] | None = None,
+    scroll: bool = False,
+    point: Mapping[str, float] | None = None,
+) -> str:
+    """Script for the world of the document holding the frame element the host tagged with CDP frame id
+    `frame` (:data:`FRAME_TAG_FUNCTION`), one step of native input inside that frame (docs/host.md "Native
+    input in frames"). `outer`: where this world's document is seen in the top viewport (None: it is the
+    top document). Without `point`, the value is ``{outer: {dx, dy, clip: {left, top, right, bottom},
+    view: {width, height}}}``: where the frame's document is seen in the top viewport (its viewport's
+    offset, the visible part, the top viewport's size, CSS px), after scrolling the frame element into
+    view when `scroll` and it is not wholly visible. With `point` ``{x, y}`` (top viewport), the value is
+    ``{hit: true}`` when the pointer there lands on the frame element, else ``NOT_ACTIONABLE`` naming the
+    cover. ``NODE_REPLACED`` when the frame element is gone; every refusal ``mayHaveCompleted:false``.
+    Read-only but for that scrolling; value-free. Raises ValueError for a malformed key, frame id, outer or
+    point."""
+    _check_key(key)
+    if not isinstance(frame, str) or not _FRAME_ID_RE.fullmatch(frame):
+        raise ValueError("frame must be a CDP frame id")
+    params: dict[str, Any] = {"key": key, "op": "frame", "frame": frame, "scroll": bool(scroll)}
+    if outer is not None:
+        params["outer"] = _check_outer(outer)
+    if point is not None:
+        if not isinstance(point, Mapping) or set(point) != {"x", "y"}:
+            raise ValueError("point must be {x, y}")
+        params["point"] = {"x": _number(point["x"], "point.x"), "y": _number(point["y"], "point.y")}
     return _script("pointer", params)
 
 

@@ -16,6 +16,9 @@ from conftest import ROOT
 from kelpie_gateway import reader
 
 KEY = "0123456789abcdef0123456789abcdef"
+OUTER = {"dx": 10, "dy": -20.5, "clip": {"left": 0, "top": 0, "right": 100, "bottom": 50}, "view": {"width": 800, "height": 600}}
+OUTER_FLOAT = {"dx": 10.0, "dy": -20.5, "clip": {"left": 0.0, "top": 0.0, "right": 100.0, "bottom": 50.0},
+               "view": {"width": 800.0, "height": 600.0}}
 
 
 def test_build_step_writes_exactly_the_in_memory_bundles(tmp_path: Path) -> None:
@@ -146,6 +149,11 @@ def test_script_parameters_reads_back_exactly_what_a_builder_put_in() -> None:
          {"key": key, "maxChars": 7, "maxElements": 1, "part": True, "cursor": cursor}),
         (reader.frame_compose_script(key, [("F1", {"unreadable": "limit"})], part=True), "snapshot",
          {"key": key, "frames": [["F1", {"unreadable": "limit"}]], "part": True}),
+        (reader.pointer_frame_script(key, "A1B2", outer=OUTER, point={"x": 3, "y": 4.5}), "pointer",
+         {"key": key, "op": "frame", "frame": "A1B2", "scroll": False, "outer": OUTER_FLOAT,
+          "point": {"x": 3.0, "y": 4.5}}),
+        (reader.pointer_aim_script(key, handle, outer=OUTER), "pointer",
+         {"key": key, "handle": handle, "op": "aim", "enabled": True, "outer": OUTER_FLOAT, "watch": []}),
     ]
     for script, name, params in cases:
         assert reader.script_parameters(script) == (name, params)
@@ -167,6 +175,11 @@ def test_script_parameters_reads_back_exactly_what_a_builder_put_in() -> None:
         lambda: reader.frame_compose_script(KEY, [["F1", {}]]),  # type: ignore[list-item]
         lambda: reader.frame_compose_script(KEY, [(1, {})]),  # type: ignore[list-item]
         lambda: reader.frame_compose_script("ABC", []),
+        lambda: reader.pointer_frame_script(KEY, "not a frame id"),
+        lambda: reader.pointer_frame_script(KEY, "F1", outer={"dx": 1}),
+        lambda: reader.pointer_frame_script(KEY, "F1", outer={**OUTER, "dx": float("inf")}),
+        lambda: reader.pointer_frame_script(KEY, "F1", point={"x": 1}),
+        lambda: reader.pointer_aim_script(KEY, "abcdef0123456789-1", outer={**OUTER, "view": None}),
     ],
 )
 def test_malformed_frame_script_parameters_are_refused(call: object) -> None:
@@ -184,7 +197,8 @@ def test_the_frame_tag_function_is_one_function_declaration() -> None:
         " const a = {}, b = {};"
         " const n = tag(2, ['F1', 'F2'], a, b);"
         " const kept = Object.getOwnPropertyDescriptor(globalThis, '__kelpieFrames');"
-        " console.log(JSON.stringify([n, kept.enumerable, kept.value.depth, kept.value.tags.get(a), kept.value.tags.get(b)]));"
+        " console.log(JSON.stringify([n, kept.enumerable, kept.value.depth, kept.value.tags.get(a), kept.value.tags.get(b),"
+        " kept.value.owners.get('F2').deref() === b]));"
     )
     done = subprocess.run(["node", "-e", program], capture_output=True, text=True, check=True)
-    assert json.loads(done.stdout) == [2, False, 2, "F1", "F2"]
+    assert json.loads(done.stdout) == [2, False, 2, "F1", "F2", True]

@@ -68,19 +68,21 @@ T = TypeVar("T")
 @dataclass(eq=False)
 class FrameInfo:
     """One frame of the tree as a snapshot found it: its id, its parent's, the session of the process that
-    renders it, its document's ``loaderId`` and, for an error page, the URL that could not be loaded."""
+    renders it, its document's ``loaderId``, for an error page the URL that could not be loaded, and its URL."""
 
     frame_id: str
     parent_id: str | None
     session: CDPSession
     loader_id: str | None
     unreachable: str | None
+    url: str | None = None
 
 
 @dataclass(eq=False)
 class FrameDoc:
-    """One document of one frame: where its world is, how deep it is, and whether it is still the frame's
-    document (``alive``). ``main``: the tab's top document (its world is the world part's own)."""
+    """One document of one frame: where its world is, how deep it is, whether it is still the frame's
+    document (``alive``), and the document holding its frame element (``parent``, as the snapshot that read
+    it found it). ``main``: the tab's top document (its world is the world part's own)."""
 
     frame_id: str
     session: CDPSession
@@ -89,6 +91,7 @@ class FrameDoc:
     main: bool = False
     world: DocumentWorld | None = None
     alive: bool = True
+    parent: FrameDoc | None = None
 
 
 @dataclass
@@ -204,7 +207,9 @@ class Frames:
         cursor = params.get("cursor")
         if isinstance(cursor, Mapping):
             return _nonce(cursor.get("snapshot"))
-        return _nonce(params.get("handle") or params.get("scope"))
+        handles = params.get("handles")  # a native-input report: its handles are of one document
+        first = handles[0] if isinstance(handles, list) and handles else None
+        return _nonce(params.get("handle") or params.get("scope") or first)
 
     def route(self, tab: Tab, params: Mapping[str, Any]) -> FrameDoc | None:
         """The frame document a script's handle, scope or cursor belongs to (None: the main document's, or
@@ -232,6 +237,31 @@ class Frames:
             "nothing was done; take a new snapshot",
             mayHaveCompleted=False,
         )
+
+    def lineage(self, tab: Tab, handle: str) -> list[FrameDoc]:
+        """For native input (docs/host.md "Native input in frames"): the documents from the tab's top one
+        down to the frame document `handle` belongs to — ``[]`` for a handle of the top document (or of no
+        frame this host read). Raises :class:`Refused` (``NODE_REPLACED``, nothing run) when that document
+        or one above it ended."""
+        doc = self.of(tab).nonces.get(_nonce(handle) or "")
+        chain: list[FrameDoc] = []
+        while doc is not None and not doc.main:
+            if not doc.alive or len(chain) > MAX_DEPTH:
+                raise Refused(self._gone({}))
+            chain.append(doc)
+            doc = doc.parent
+        if doc is None and chain:  # read under a scope whose root was a frame: its parents are not known
+            raise Refused(self._gone({}))
+        return chain[::-1]
+
+    async def run_in(self, tab: Tab, doc: FrameDoc | None, script: str) -> JsonObject:
+        """Run `script` in `doc`'s world (None or the top document: the tab's main world); never raises but
+        :class:`Refused`."""
+        if doc is None or doc.main:
+            return await self.world.run_main(tab, WORLD_NAME, script)
+        if not doc.alive:
+            raise Refused(self._gone({}))
+        return await self._act(doc, script, {})
 
     # ----------------------------------------------------------------- evaluate
     async def evaluate(
@@ -397,11 +427,16 @@ class Frames:
         except ValueError:  # a want this build's reader cannot have made
             return {"unreadable": "unavailable"}
         budget[0] += 1
-        return Node(self._doc_for(tab, info, depth), script, part=True)
+        return Node(self._doc_for(tab, info, depth, parent.doc), script, part=True)
 
     def _blocked(self, info: FrameInfo) -> bool:
-        guard, url = self.renderer.guard, info.unreachable
-        return url is not None and guard is not None and guard.policy.refusal(url) is not None
+        """Whether the frame shows what the site policy put in place of its document: the browser's error
+        page for a refused tunnel (``unreachableUrl``) or the policy proxy's refusal for a refused plain
+        request (the frame's URL is then the refused one)."""
+        policy = self.renderer.policy
+        if policy is None or not policy.restrictive:
+            return False
+        return any(url and policy.refusal(url) is not None for url in (info.unreachable, info.url))
 
     async def _first(self, tab: Tab, node: Node, infos: dict[str, FrameInfo], deadline: float) -> None:
         """A frame's first script: its own frames tagged, then its read."""
@@ -472,13 +507,14 @@ class Frames:
         frame = tree["frame"]
         frame_id = str(frame["id"])
         loader = frame.get("loaderId")
-        unreachable = frame.get("unreachableUrl")
+        unreachable, url = frame.get("unreachableUrl"), frame.get("url")
         infos[frame_id] = FrameInfo(
             frame_id,
             parent,
             session,
             str(loader) if loader else None,
             str(unreachable) if unreachable else None,
+            str(url) if url else None,
         )
         for child in tree.get("childFrames", []) or []:
             self._add(infos, child, session, frame_id)
@@ -517,15 +553,17 @@ class Frames:
             main=True,
         )
 
-    def _doc_for(self, tab: Tab, info: FrameInfo, depth: int) -> FrameDoc:
+    def _doc_for(self, tab: Tab, info: FrameInfo, depth: int, parent: FrameDoc) -> FrameDoc:
         """The frame's current document (the one seen before, while its loader and session are the same)."""
         docs = self.of(tab).docs
         doc = docs.get(info.frame_id)
         if doc is not None and doc.alive and doc.loader_id == info.loader_id and doc.session is info.session:
+            doc.parent = parent
             return doc
         if doc is not None:
             doc.alive = False
-        doc = docs[info.frame_id] = FrameDoc(info.frame_id, info.session, depth, info.loader_id)
+        doc = FrameDoc(info.frame_id, info.session, depth, info.loader_id, parent=parent)
+        docs[info.frame_id] = doc
         return doc
 
     async def _tag(self, tab: Tab, doc: FrameDoc, infos: Mapping[str, FrameInfo]) -> None:
