@@ -184,7 +184,6 @@ def instructions(gw: GatewayCore) -> str:
             "A ref works only on its own tab until the next snapshot, navigation or action there; "
             "when one is refused, snapshot again. Elements carry states "
             "(disabled, checked, offscreen, …); a select's options are elements to click. "
-            "Elements in frames act like any other. "
             "When the result has next, pass it as params.cursor for the rest."
         )
     if gw.config.targeting == "direct" and "tabs.list" in methods and gw.config.pinned_tab is None:
