@@ -60,6 +60,13 @@ PAGES: dict[str, str] = {
  style="position:fixed;top:0;left:0;right:0;height:140px;background:#fff;z-index:5">Sticky header</div>
 <iframe title="Covered frame" style="width:400px;height:100px;border:0" src="{B}/native.html?n=7"></iframe>
 <div style="height:2000px">Below</div>""",
+    "drag-top.html": """<!doctype html><title>Drag</title>
+<iframe title="Drag frame" style="width:500px;height:300px" src="{B}/drag-in.html"></iframe>""",
+    "drag-in.html": """<!doctype html><div id="a" draggable="true" style="width:80px;height:30px;background:#ccc">Drag me</div>
+<div id="z" style="margin-top:80px;width:200px;height:80px;background:#eee">Drop here</div>
+<script>a.addEventListener('dragstart', (e) => e.dataTransfer.setData('text/plain', 'x'));
+z.addEventListener('dragover', (e) => e.preventDefault());
+z.addEventListener('drop', (e) => {{ e.preventDefault(); fetch('/ev?what=dropped&trusted=' + e.isTrusted); }});</script>""",
     "scope-top.html": """<!doctype html><title>Scope</title>
 <iframe title="Scoped" src="{B}/scoped.html"></iframe><button>Top button</button>""",
     "scoped.html": """<!doctype html><div role="group" tabindex="0" aria-label="Box"><p>In the box</p><button>In box</button>
@@ -519,6 +526,19 @@ def test_native_input_lands_inside_scrolled_cross_origin_frames_two_deep(stack: 
     dragged = ext(stack, "drag", tabId=tab, ref=slider, by={"x": 40, "y": 0})
     assert dragged["success"] is True and dragged["result"]["via"] == "pointer", dragged
     assert events(stack.c, "slid") == ["slid2-40"]
+    stack.ok("tabs.close", tabId=tab)
+
+
+def test_an_html5_drag_inside_a_cross_origin_frame_drops_on_its_zone(stack: Stack) -> None:
+    """A draggable element of an out-of-process frame dragged 110 px down onto the frame's drop zone: the
+    browser hands over the drag data from the frame's renderer, and the zone's trusted drop fires."""
+    tab = stack.open(f"{stack.a.url}/drag-top.html")
+    settled(stack, tab, 1)
+    (source,) = [e for e in stack.ok("tab.snapshot", tabId=tab)["elements"] if e.get("text") == "Drag me"]
+    assert source["frame"]["origin"] == stack.b.url
+    dragged = ext(stack, "drag", tabId=tab, ref=source["ref"], by={"x": 10, "y": 110})
+    assert dragged["success"] is True and dragged["result"]["via"] == "html5", dragged
+    assert events(stack.b, "dropped") == ["dropped"]
     stack.ok("tabs.close", tabId=tab)
 
 
