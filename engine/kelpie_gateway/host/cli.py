@@ -560,6 +560,13 @@ def cmd_build_abi(args: argparse.Namespace) -> int:
     return subprocess.call(command)
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """``kelpie-gateway doctor``: see :mod:`kelpie_gateway.host.doctor`."""
+    from kelpie_gateway.host import doctor
+
+    return doctor.run(args.browser_executable, Path(args.pairings) if args.pairings else None)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from kelpie_gateway.host.demo import run_demo
 
@@ -769,6 +776,15 @@ def build_parser() -> argparse.ArgumentParser:
     build_abi.add_argument("--prefix", required=True, help="install tree (include/, lib/, lib/pkgconfig/)")
     build_abi.add_argument("--force", action="store_true", help="rebuild even when up to date")
     build_abi.set_defaults(func=cmd_build_abi)
+
+    doctor = sub.add_parser(
+        "doctor",
+        help="check this machine: Python, the browser, the reader bundles, the C library, the pairing file",
+        description="One line per check, with what to do for each that failed; exit 1 when one failed.",
+    )
+    doctor.add_argument("--browser-executable", help="the Chromium binary serve would be given")
+    doctor.add_argument("--pairings", metavar="FILE", help="the pairing file (default as serve)")
+    doctor.set_defaults(func=cmd_doctor)
 
     demo = sub.add_parser("demo", help="the host on the fixture site + an MCP SDK journey, step by step")
     demo.add_argument("--via-abi", action="store_true", help="run the host through the C library")
