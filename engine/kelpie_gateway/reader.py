@@ -59,6 +59,7 @@ __all__ = [
     "focus_script",
     "kept_script",
     "new_document_script",
+    "observer_script",
     "preload_script",
     "scroll_script",
     "snapshot_script",
@@ -417,6 +418,26 @@ def snapshot_script(
     if cursor is not None:
         params["cursor"] = _check_position(cursor)
     return _script("snapshot", params)
+
+
+def observer_script(*, max_chars: int = MAX_CHARS_LIMIT, max_elements: int = MAX_ELEMENTS_LIMIT) -> str:
+    """Script for an observer's ``tab.snapshot`` (contract §9 v1.2, config ``observer: true``): the snapshot
+    bundle's reader in its one-shot mode — the same reader, rules and bounds as :func:`snapshot_script`,
+    but no registry is made or read and nothing is installed in the page (no ``pagehide``/``popstate``/
+    ``hashchange`` listener, no ``MutationObserver``, no kept read), and the read is one page.
+
+    `max_chars`: 1..12000 UTF-16 code units; `max_elements`: 1..200. Value: ``{url, title, text, truncated,
+    elements:[{tag, role, label, …}]}`` with the optional element fields of :func:`snapshot_script` and
+    **no** ``handle`` (and no ``rest``): nothing of the answer names a node. Value-free as every read.
+    Raises ValueError for out-of-range bounds."""
+    return _script(
+        "snapshot",
+        {
+            "observe": True,
+            "maxChars": _check_bound("max_chars", max_chars, MAX_CHARS_LIMIT),
+            "maxElements": _check_bound("max_elements", max_elements, MAX_ELEMENTS_LIMIT),
+        },
+    )
 
 
 def _check_position(cursor: Mapping[str, Any]) -> dict[str, Any]:
