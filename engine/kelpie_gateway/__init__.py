@@ -22,13 +22,17 @@ from .reader import (
     WORLD_NAME,
     bundle_missing,
     bundle_slot,
+    element_node_script,
+    element_script,
     fill_script,
     find_text_script,
     focus_script,
     kept_script,
+    links_script,
     new_document_script,
     preload_script,
     scroll_script,
+    storage_script,
 )
 from .schema import NATIVE_ENDPOINTS
 from .version import __version__
@@ -47,15 +51,19 @@ __all__ = [
     "bundle_missing",
     "bundle_slot",
     "dumps",
+    "element_node_script",
+    "element_script",
     "fill_script",
     "find_text_script",
     "focus_script",
     "jsonrpc_error",
     "kept_script",
+    "links_script",
     "mcp_http_refusal",
     "new_document_script",
     "preload_script",
     "scroll_script",
+    "storage_script",
 ]
 """``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
 gets every core method advertised). ``dumps(value) -> bytes``: compact UTF-8 JSON, lone surrogates
@@ -66,6 +74,9 @@ e.g. for a host's ``MCP-Protocol-Version`` header check. ``MCP_STATELESS_VERSION
 ``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script`` and ``WORLD_NAME``: generated
 reader scripts for a host's own extensions — the first three act on the captured node the gateway hands a
 ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the ``WORLD_NAME`` world.
+``links_script``, ``element_script``, ``element_node_script`` and ``storage_script``: the read-only lane's
+reader scripts (the links of a tab; one captured element's facts, or the element itself for a host that needs
+its DOM node; storage keys and value sizes, never values), docs/host.md "The read-only lane".
 ``preload_script()``: optional, for a host that wants a new document's first reader call to find its
 bundle already compiled: run it in the document's ``WORLD_NAME`` world ahead of time (CONTRACT.md §9; every
 script also installs its own bundle when the world lacks it, so skipping it changes only speed).

@@ -54,10 +54,13 @@ __all__ = [
     "bundle_slot",
     "click_script",
     "collect_browser_selector_snapshot_expression",
+    "element_node_script",
+    "element_script",
     "fill_script",
     "find_text_script",
     "focus_script",
     "kept_script",
+    "links_script",
     "new_document_script",
     "observer_script",
     "preload_script",
@@ -65,6 +68,7 @@ __all__ = [
     "snapshot_script",
     "source_parts",
     "sources_digest",
+    "storage_script",
     "type_script",
     "write_bundles",
 ]
@@ -90,6 +94,9 @@ BUNDLES: Final[Mapping[str, str]] = {
     "fill": "fill.js",
     "scroll": "scroll.js",
     "find-text": "find_text.js",
+    "links": "links.js",
+    "element": "element.js",
+    "storage": "storage.js",
 }
 DIGEST_MARK: Final = "// kelpie-reader-sources-sha256: "
 
@@ -552,6 +559,53 @@ def find_text_script(text: str) -> str:
     if not isinstance(text, str) or not 1 <= len(text) <= 1000:
         raise ValueError("text must be a string of 1..1000 code points")
     return _script("find-text", {"text": text})
+
+
+LINKS_PAGE_MAX: Final = 500
+LINKS_MAX: Final = 10000
+STORAGE_KEYS_MAX: Final = 1000
+
+
+def links_script(*, offset: int = 0, limit: int = 200) -> str:
+    """Script for the host extension ``links``: the links of the document(s) as ``tab.snapshot`` sees them
+    (the same walk, visibility, accessible name and resolved ``url``), in page order, from `offset`
+    (0..10000) at most `limit` (1..500) of them. Value: ``{url, title, total, truncated, links: [{text,
+    tag, url?, states?, frame?, shadow?}]}`` (``total``: every link listed, at most 10,000). Registry-free
+    and value-free. Raises ValueError for out-of-range arguments."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= LINKS_MAX:
+        raise ValueError(f"offset must be an integer in 0..{LINKS_MAX}")
+    return _script("links", {"offset": offset, "limit": _check_bound("limit", limit, LINKS_PAGE_MAX)})
+
+
+def element_script(key: str, handle: str) -> str:
+    """Script for the host extension ``element``: the facts of the node captured as `handle` (registry of
+    the gateway whose `key` it is), read without changing the registry. Value: ``{tag, role, name,
+    description?, type?, level?, states?, url?, box: {x, y, width, height} (CSS px, viewport-relative),
+    viewport: {width, height}, visible, hidden?, frame?, shadow?, attributes: [{name, value}] (at most 64,
+    values ≤ 500 UTF-16 units), truncated}``: never a ``value`` attribute, and on a text-entry control or
+    editing host no attribute whose name says value; ``NODE_REPLACED`` (``mayHaveCompleted:false``) for a
+    gone node. Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("element", {"key": key, "handle": handle})
+
+
+def element_node_script(key: str, handle: str) -> str:
+    """Script whose value is the node captured as `handle` itself (for a host that evaluates it without
+    ``returnByValue`` to learn the node's DOM identity, e.g. the accessibility read below a ref), or the
+    ``NODE_REPLACED`` refusal. Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("element", {"key": key, "handle": handle, "node": True})
+
+
+def storage_script(*, max_keys: int = STORAGE_KEYS_MAX) -> str:
+    """Script for the host extension ``storage``: the main document origin's ``localStorage`` and
+    ``sessionStorage`` keys with the size of each value (UTF-16 code units; the value itself is never
+    returned) and its IndexedDB database names. `max_keys`: 1..1000 keys per area. Value: ``{origin,
+    localStorage, sessionStorage, indexedDB}`` (docstring of ``js/storage.js``). Raises ValueError for an
+    out-of-range bound."""
+    return _script("storage", {"maxKeys": _check_bound("max_keys", max_keys, STORAGE_KEYS_MAX)})
 
 
 def collect_browser_selector_snapshot_expression(options: Mapping[str, Any] | None = None) -> str:

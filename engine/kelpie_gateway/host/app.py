@@ -24,6 +24,7 @@ from aiohttp import web
 from kelpie_gateway.host.audit import DEFAULT_MAX_BYTES, AuditLog
 from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, state_dir
 from kelpie_gateway.host.browser import ChromiumRenderer, find_chromium
+from kelpie_gateway.host.browser.common import LaneOptions
 from kelpie_gateway.host.driver import Driver, GatewayLike
 from kelpie_gateway.host.parts import PARTS, gateway_config
 from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, RedirectGuard, SitePolicy
@@ -63,6 +64,9 @@ class BrowserOptions:
     allowed_origins: str | None = None
     blocked_origins: str | None = None
     read_only: bool = False
+    observer: bool = False
+    network_urls: str = "redacted"
+    network_bodies: bool = False
     extensions_include: list[str] | None = None
     extensions_exclude: list[str] = field(default_factory=list)
     viewport: tuple[int, int] | None = None
@@ -141,6 +145,7 @@ def _gateway_config(opts: BrowserOptions, browser: bool) -> dict[str, Any]:
     config = gateway_config(
         browser=browser,
         read_only=opts.read_only,
+        observer=opts.observer,
         include=opts.extensions_include,
         exclude=opts.extensions_exclude,
     )
@@ -260,6 +265,7 @@ async def start_stack(
                 headless=not opts.headed,
                 user_data_dir=opts.user_data_dir,
                 cdp_endpoint=opts.cdp_endpoint,
+                lane=LaneOptions(full_urls=opts.network_urls == "full", bodies=opts.network_bodies),
             )
             renderer = chromium
             if guard is not None:

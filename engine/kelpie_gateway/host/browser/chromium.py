@@ -37,7 +37,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from kelpie_gateway.host.renderer import Endpoint, JsonObject, Refused, RendererEvents, fail
 
-from .common import Tab, short
+from .common import LaneOptions, Tab, short
 from .lifecycle import Lifecycle
 from .pages import Pages
 
@@ -123,7 +123,8 @@ class ChromiumRenderer:
 
     ``parts``: the part classes to install, in order (``kelpie_gateway.host.parts.PARTS``; tests may give
     fewer). ``guard``: the site policy's redirect guard when the policy is restrictive (used by the routing
-    part). ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part)."""
+    part). ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part). ``lane``: the
+    operator's read-only lane options (the network read's URLs and bodies)."""
 
     def __init__(
         self,
@@ -137,8 +138,10 @@ class ChromiumRenderer:
         headless: bool = True,
         user_data_dir: str | None = None,
         cdp_endpoint: str | None = None,
+        lane: LaneOptions | None = None,
     ) -> None:
         self.log = log
+        self.lane = lane or LaneOptions()
         self.guard = guard
         self.dialog_timeout_s = dialog_timeout_s
         self.events: RendererEvents = _Unheard()

@@ -79,6 +79,15 @@ class TabWorld:
         tab.cdp, self.frame_id, self.session, self.registered = None, None, None, False
 
 
+DOCUMENT_GONE = ("Inspected target navigated or closed", "Execution context was destroyed")
+"""What Chromium answers an evaluation whose document went away under it (a navigation committed, often in
+another renderer process, before the event saying so reached the host)."""
+
+
+def _document_gone(exc: Exception) -> bool:
+    return any(text in str(exc) for text in DOCUMENT_GONE)
+
+
 def _retrieved(done: asyncio.Future[Any]) -> None:
     """A done callback: the future's exception counts as retrieved (it is awaited when used)."""
     if not done.cancelled():
@@ -211,6 +220,13 @@ class World(Part):
                 if "Cannot find context" in str(exc) and attempt == 0:
                     self.of(tab).worlds.pop(world_name, None)
                     continue
+                gone = tab.crashed or tab.page.is_closed()
+                if not gone and (tab.generation != generation or _document_gone(exc)):
+                    # The document went away under the script (a navigation committed meanwhile): what the
+                    # script did there is unknown to the host, but the tab is on another document now.
+                    return fail(
+                        "RENDERER_CHANGED", f"the tab's document changed during the script: {short(exc)}"
+                    )
                 return fail("RENDERER_FAILED", short(exc))
             details = reply.get("exceptionDetails")
             if details:
