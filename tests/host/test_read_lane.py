@@ -322,3 +322,40 @@ def test_read_only_sessions_keep_the_lane_and_lose_every_mutating_extension() ->
             gateway.close()
         assert caps["extensions"] == [name for name, mutates in every.items() if not mutates]
         assert set(LANE) <= set(caps["extensions"]) and caps["allowActions"] is False
+
+
+def test_a_hostile_page_is_bounded_and_redacted(lane: Lane) -> None:
+    """A page logging tokens in URLs (query, fragment, userinfo, one where the 2,000-character cut runs
+    through the URL), a 5 MiB line, 500 long arguments, a 1 MiB error message, then (``?flood``) 5,000 more
+    lines: every text within its bound, the ring at 1,000, no secret in any answer or host log line, and the
+    host still answers snapshots of the tab."""
+    tab = str(ok(lane.host, "tabs.open", {"url": lane.site.page("hostile.html")})["tabId"])
+    deadline = time.monotonic() + 60
+    while len(lane.read("page_errors", tabId=tab)["errors"]) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+    early = {m["text"][:8]: m for m in lane.read("console_messages", tabId=tab)["messages"]}
+    assert early["token at"]["text"] == "token at http://127.0.0.1/cb?access_token=REDACTED&state=REDACTED#REDACTED"
+    assert early["db at ht"]["text"] == "db at https://db.example/admin"
+    assert early["p" * 8]["text"] == "p" * 1990 + " \u2026" and early["p" * 8]["truncated"] > 0
+    assert len(early["huge yyy"]["text"]) == 2000 and early["huge yyy"]["truncated"] == 5 + 5 * 1024 * 1024 - 2000
+    assert len(early["arg0zzzz"]["text"]) == 2000 and early["arg0zzzz"]["truncated"] > 90_000
+    errors = lane.read("page_errors", tabId=tab)["errors"]
+    assert all(len(e["message"]) <= 2_100 and len(e["stack"]) <= 4_100 and e["truncated"] for e in errors), errors
+    ok(lane.host, "tab.navigate", {"tabId": tab, "url": lane.site.page("hostile.html?flood=1"), "timeoutMs": 30000})
+    deadline = time.monotonic() + 60
+    while lane.read("console_messages", tabId=tab, limit=1000)["next"] < 2 * 5 + 5000:
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+    flooded = lane.read("console_messages", tabId=tab, limit=1000)
+    assert flooded["dropped"] == flooded["next"] - 1000 and len(flooded["messages"]) == 1000
+    flood = [m["text"] for m in flooded["messages"] if m["text"].startswith("flood")]
+    assert flood[-1] == "flood 4999 http://127.0.0.1/f?key=REDACTED"  # (a favicon's 404 may follow)
+    assert all(len(m["text"]) <= 2_100 for m in flooded["messages"])  # 2,000 and redaction's own words
+    assert "Logged." in ok(lane.host, "tab.snapshot", {"tabId": tab})["text"]
+    answers = json.dumps(lane.answers)
+    lines = "\n".join(lane.host.process.lines)
+    for secret in ("s3cr3tHOSTILE", "s3cr3tUSERINFO", "s3cr3tCUTUSERINFO", "s3cr3tFLOOD", "s3cr3tERRHUGE",
+                   "s3cr3tERRUSER", "s3c"):
+        assert secret not in answers, secret
+        assert secret not in lines, secret

@@ -10,6 +10,7 @@ from kelpie_gateway import is_credential_parameter
 from kelpie_gateway.host.extensions.redaction import (
     REDACTED,
     URL_MAX,
+    cut_text,
     header_value,
     network_url,
     redact_text,
@@ -104,3 +105,18 @@ def test_the_lane_uses_the_engines_rule_not_a_copy() -> None:
     for name in sorted(kelpie_gateway.CREDENTIAL_PARAMETERS) + [f"x_{s}" for s in kelpie_gateway.CREDENTIAL_SUFFIXES]:
         assert network_url(f"https://h/p?{name}=S3&q=1", full=True) == f"https://h/p?{name}=REDACTED&q=1", name
         assert secret_name(name) and header_value(name, "S3") == REDACTED, name
+
+
+def test_a_cut_never_leaves_half_a_url() -> None:
+    """A text cut at its bound: a URL the cut runs through goes whole (its ``@`` or its ``=`` may be past
+    the cut, so redaction could no longer see what to hide); text before it and texts within the bound stay."""
+    pad = "p" * 90
+    secret = f"{pad} see https://admin:s3cr3tPW@db.example/x?token=s3cr3tTOKEN end"
+    for limit in range(len(pad) + 6, len(secret) - 4):
+        shown = redact_text(cut_text(secret, limit))
+        assert "s3c" not in shown and "admin" not in shown, (limit, shown)
+        assert shown.startswith(pad + " see") and len(cut_text(secret, limit)) <= limit
+    assert cut_text("short https://h/?a=1", 100) == "short https://h/?a=1"
+    assert cut_text("x" * 50, 10) == "x" * 10
+    assert cut_text("https://u:pw@h/" + "a" * 50, 10) == "\u2026"
+    assert cut_text("word data:text/plain,s3cr3t", 20) == "word \u2026"

@@ -4,7 +4,9 @@ lane"): ``console_messages`` and ``page_errors``, read-only and bounded.
 Capture: the context's Playwright ``console`` and ``weberror`` events (listened to when the context is made,
 so a popup's first messages are caught too, and messages of its frames and workers), routed to the tab of
 their page. Per tab a ring of the newest :data:`CONSOLE_RING` messages (each text at most
-:data:`TEXT_MAX` characters) and of the newest :data:`ERRORS_RING` errors (message and stack bounded). URLs
+:data:`TEXT_MAX` characters) and of the newest :data:`ERRORS_RING` errors (message and stack bounded); a
+text is cut by ``redaction.cut_text``, which drops a URL the cut runs through (half a URL could show part of
+its userinfo or of a value, its ``@`` or ``=`` cut away). URLs
 in texts, stacks and source locations are redacted as the network read redacts them
 (``redaction.redact_text``; ``--network-urls full`` keeps all but credentials). A tab whose renderer crashed
 can still be read: what it logged before is what one wants to know then.
@@ -28,7 +30,7 @@ from kelpie_gateway.host.renderer import JsonObject
 
 from .base import TAB, Extension, schema
 from .journal import SINCE, Early, Ring, adopt, limit_schema, tab_state
-from .redaction import redact_text
+from .redaction import cut_text, redact_text
 
 CONSOLE_RING = 1_000
 ERRORS_RING = 200
@@ -113,7 +115,7 @@ class Console(Extension):
         state.messages.add(
             Message(
                 message.type,
-                text[:TEXT_MAX] if cut else text,
+                cut_text(text, TEXT_MAX) if cut else text,
                 cut,
                 str(location.get("url") or ""),
                 _line(location.get("lineNumber")),
@@ -134,8 +136,8 @@ class Console(Extension):
         state.errors.add(
             PageError(
                 str(exc.name or ""),
-                message[:TEXT_MAX],
-                stack[:STACK_MAX],
+                cut_text(message, TEXT_MAX),
+                cut_text(stack, STACK_MAX),
                 cut,
                 str(location.get("url") or ""),
                 _line(location.get("line")),

@@ -11,6 +11,8 @@ secrets in URLs, header values and attribute values, redacted in one place for e
   :data:`URL_MAX` characters.
 * :func:`redact_text` — a message (console text, an error's message and stack) with every URL in it passed
   through :func:`network_url`.
+* :func:`cut_text` — a text cut to a bound without leaving half a URL at the cut: a URL whose end was cut
+  off could show part of a userinfo password (its ``@`` cut away) or of a value, so the cut word goes whole.
 * :func:`header_value` — a header value as the network read shows it: never the value of
   ``Authorization``, ``Proxy-Authorization``, ``Cookie``, ``Set-Cookie`` or of any header whose name says
   token, key, secret, password, auth, session, signature or credential; URL-valued headers (``Referer``,
@@ -29,7 +31,16 @@ from typing import Final
 
 from kelpie_gateway import is_credential_parameter, redact_url
 
-__all__ = ["REDACTED", "URL_MAX", "header_value", "network_url", "redact_text", "redact_url", "secret_name"]
+__all__ = [
+    "REDACTED",
+    "URL_MAX",
+    "cut_text",
+    "header_value",
+    "network_url",
+    "redact_text",
+    "redact_url",
+    "secret_name",
+]
 
 REDACTED: Final = "REDACTED"
 """What a hidden value becomes: the word ``kelpie_gateway.redact_url`` writes."""
@@ -106,6 +117,23 @@ def redact_text(text: str, *, full: bool = False) -> str:
     if "://" not in text and "data:" not in text:
         return text
     return _IN_TEXT.sub(lambda m: network_url(m.group(0), full=full), text)
+
+
+_WORD_ENDS: Final = (" ", "\t", "\n", "\r", "\f", "\v", '"', "'", "<", ">")
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters (``limit`` ≥ 1); when cut, a last word holding a URL
+    (``://`` or ``data:``) that the cut runs through is dropped and ``…`` ends the text instead, so no part
+    of that URL's userinfo or values survives the redaction that comes later. Never raises."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    start = max(map(head.rfind, _WORD_ENDS)) + 1  # the start of the last word (0 when there is one word)
+    tail = head[start:]
+    if "://" in tail or "data:" in tail.lower():
+        return head[:start] + "\u2026"
+    return head
 
 
 def header_value(name: str, value: str, *, full: bool = False) -> str:
