@@ -1,12 +1,15 @@
 """The network, captured per tab from the moment it opens (docs/host.md "The read-only lane"):
 ``network_requests``, read-only, bounded and value-free.
 
-Capture: the context's Playwright ``request``, ``response``, ``requestfinished`` and ``requestfailed``
-events (listened to when the context is made, so a popup's first requests are caught, and the requests of
+Capture: the context's Playwright ``request`` and ``requestfailed`` events (listened to when the context is made, so a popup's first requests are caught, and the requests of
 its frames, out-of-process ones included, and of its dedicated workers) and each page's ``websocket``
 event, routed to the tab of their page; per tab a ring of the newest :data:`RING` exchanges. An event
-handler only notes facts Playwright already delivered (nothing is asked of the browser on the hot path);
-sizes (and, when the operator allows them, bodies) are asked for when a read answers an exchange.
+handler only notes facts Playwright already delivered (nothing is asked of the browser on the hot path).
+The response, the end and the sizes of an exchange (and, when the operator allows them, its body) are
+asked of Playwright when a read answers it: listening to ``response`` and ``requestfinished`` too made
+Playwright build a response object per request during every page load, about 8 % more CPU on a navigation
+of 22 requests (docs/performance.md "The read-only lane's capture"); asked at read time they cost the
+read, not the load. So an exchange's end is not timed (``timing`` has its request and response starts).
 
 What a read shows of an exchange: method, URL (``redaction.network_url``: userinfo never, query values and
 the fragment redacted unless the operator passed ``--network-urls full``, and then still every
@@ -48,10 +51,12 @@ READ_DEFAULT = 100
 READ_MAX = 1_000
 BODY_MAX = 64 * 1024
 BODIES_MAX = 20
+ORPHANS = 64
+"""How many requests without a known frame yet (a popup's first document) wait to be entered."""
 RECENT = 4_096
 """How many of the newest exchanges (of every tab) the capture can find by their request, to note a
 response, an end or a redirect's next hop."""
-SIZES_PATIENCE_S = 3.0
+LEARN_PATIENCE_S = 2.0
 BODY_PATIENCE_S = 3.0
 TEXT_TYPES = frozenset(
     {
@@ -117,6 +122,7 @@ class Network(Extension):
         super().__init__(renderer)
         self._early: Early[NetworkState] = Early(NetworkState)
         self._recent: OrderedDict[int, Exchange] = OrderedDict()
+        self._orphans: dict[int, Exchange] = {}
 
     def _find(self, request: Request) -> Exchange | None:
         found = self._recent.get(id(request))
@@ -124,13 +130,15 @@ class Network(Extension):
 
     # ----------------------------------------------------------------- capture
     async def launched(self, context: BrowserContext) -> None:
+        # Only the start and the failure of a request are listened to: a response or an end would make
+        # Playwright send (and this process build) a response object per request on the hot path; a read
+        # asks for what it answers instead (_learn).
         context.on("request", self._on_request)
-        context.on("response", self._on_response)
-        context.on("requestfinished", self._on_finished)
         context.on("requestfailed", self._on_failed)
 
     def attached(self, tab: Tab) -> None:
         adopt(tab, self._early, NetworkState)
+        self._settle()
         page = tab.page
         page.on("websocket", lambda ws: self._on_websocket(page, ws))
 
@@ -167,42 +175,30 @@ class Network(Extension):
         )
         if state is not None:
             exchange.seq = state.exchanges.add(exchange)
-        # else: a popup's first document, requested before Playwright knows its frame: entered into its tab's
-        # ring once the frame is known (at its response or its end, _settled).
+        else:  # a popup's first document, requested before Playwright knows its frame (_settle)
+            self._orphans[id(request)] = exchange
+            while len(self._orphans) > ORPHANS:
+                del self._orphans[next(iter(self._orphans))]
         recent = self._recent
         recent[id(request)] = exchange
         if len(recent) > RECENT:
             recent.popitem(last=False)
 
-    def _settled(self, request: Request) -> Exchange | None:
-        """The exchange of ``request``, entered into its tab's ring first if it was waiting for its frame."""
-        exchange = self._find(request)
-        if exchange is not None and not exchange.seq:
+    def _settle(self) -> None:
+        """Enter into their tabs' rings the exchanges that waited for their frame (a popup's first document:
+        Playwright names its frame once the page exists), when it is known now."""
+        for key, exchange in list(self._orphans.items()):
+            request = exchange.request
+            assert request is not None
             page, initiator = self._page_of(request)
-            state = self._state(page)
-            if state is None:
-                return exchange
-            exchange.initiator = initiator
-            exchange.seq = state.exchanges.add(exchange)
-        return exchange
-
-    def _on_response(self, response: Response) -> None:
-        exchange = self._settled(response.request)
-        if exchange is None:
-            return
-        exchange.response = response
-        exchange.status = response.status
-        exchange.mime = _media(response.headers)
-        exchange.from_service_worker = response.from_service_worker
-
-    def _on_finished(self, request: Request) -> None:
-        exchange = self._settled(request)
-        if exchange is not None:
-            exchange.pending = False
-            exchange.timing = dict(request.timing)
+            state = self._state(page) if page is not None and self.renderer.pages.of_page(page) else None
+            if state is not None:
+                exchange.initiator = initiator
+                exchange.seq = state.exchanges.add(exchange)
+                del self._orphans[key]
 
     def _on_failed(self, request: Request) -> None:
-        exchange = self._settled(request)
+        exchange = self._find(request)
         if exchange is not None:
             exchange.pending = False
             exchange.failure = str(request.failure or "failed")[:500]
@@ -281,6 +277,7 @@ class Network(Extension):
         """``{tabId, since?, limit?, filter?, headers?, bodies?}`` → ``{tabId, requests, next, more,
         dropped}``; ``bodies`` on a host without ``--network-bodies`` is refused ``NOT_AUTHORIZED``."""
         tab = self.renderer.pages.tab(params.get("tabId"))  # a crashed tab is read too
+        self._settle()
         options = self.renderer.lane
         bodies = params.get("bodies") is True
         if bodies and not options.bodies:
@@ -297,35 +294,44 @@ class Network(Extension):
         accept = _matcher(params.get("filter") or {}, options.full_urls)
         page = state_of(tab, NetworkState).exchanges.read(int(params.get("since") or 0), limit, accept)
         exchanges = [e for _seq, e in page.entries]
-        await self._sizes(exchanges)
+        await self._learn(exchanges)
         out = [_shown(e, options.full_urls, params.get("headers") is True) for e in exchanges]
         if bodies:
             await asyncio.gather(*(self._body(e, item) for e, item in zip(exchanges, out, strict=True)))
         return {"success": True, "tabId": tab.tab_id, "requests": out, **page.cursor()}
 
     @staticmethod
-    async def _sizes(exchanges: list[Exchange]) -> None:
-        """Ask (once per exchange, all at once, bounded) for the sizes of finished ones not asked yet."""
+    async def _learn(exchanges: list[Exchange]) -> None:
+        """Ask Playwright, for each answered exchange still open, what the capture did not listen to: its
+        response (status, media type, timing) and, once it ended, its sizes — all at once, each at most
+        :data:`LEARN_PATIENCE_S` (an exchange not ended by then is answered ``pending``)."""
 
         async def one(exchange: Exchange) -> None:
             request = exchange.request
-            if (
-                request is None
-                or exchange.pending
-                or exchange.failure is not None
-                or exchange.sizes is not None
-            ):
+            if request is None or not exchange.pending or exchange.failure is not None:
                 return
+            if exchange.response is None:
+                try:
+                    response = await asyncio.wait_for(request.response(), LEARN_PATIENCE_S)
+                except Exception:  # no response yet, or none will come (a failure is noted by its event)
+                    return
+                if response is None:
+                    return
+                exchange.response = response
+                exchange.status = response.status
+                exchange.mime = _media(response.headers)
+                exchange.from_service_worker = response.from_service_worker
             try:
-                sizes = await request.sizes()
+                sizes = await asyncio.wait_for(request.sizes(), LEARN_PATIENCE_S)
             except Exception:
-                exchange.sizes = {}
-                return
+                return  # not ended yet (or Playwright no longer knows it): still pending
             exchange.sizes = {k: v for k, v in sizes.items() if isinstance(v, int) and v >= 0}
+            exchange.pending = False
+            exchange.timing = dict(request.timing)
 
         jobs = [asyncio.ensure_future(one(e)) for e in exchanges]
         if jobs:
-            await asyncio.wait(jobs, timeout=SIZES_PATIENCE_S)
+            await asyncio.wait(jobs, timeout=2 * LEARN_PATIENCE_S + 1)
             for job in jobs:
                 job.cancel()
 
