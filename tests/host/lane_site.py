@@ -48,6 +48,7 @@ class LaneSite:
         app = web.Application()
         app.router.add_get("/ws", self._ws)
         app.router.add_route("*", "/api/{name}", self._api)
+        app.router.add_get("/favicon.ico", self._favicon)  # no 404 of the browser's own in the reads
         app.router.add_get("/{name}", self._file)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -64,6 +65,9 @@ class LaneSite:
         if not path.is_file():
             return web.Response(status=404, text="not found", content_type="text/html")
         return web.Response(body=path.read_bytes(), content_type="text/html", headers={"Cache-Control": "no-store"})
+
+    async def _favicon(self, _request: web.Request) -> web.StreamResponse:
+        return web.Response(body=PIXEL, content_type="image/png")
 
     async def _api(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
