@@ -1,7 +1,7 @@
 """A small web site of the read-only lane tests, served by the test process on loopback (aiohttp in a thread):
 the pages of ``tests/host/lane/`` and the endpoints they call — ``/api/data`` (JSON naming a secret body mark,
 ``Set-Cookie`` with a secret), ``/api/echo`` (answers the length of what was posted), ``/api/pixel.png``,
-``/api/big.txt`` (100 KiB of text), and ``/ws`` (a WebSocket echoing every frame). It records the headers
+``/api/big.txt`` (100 KiB of text), ``/api/stall`` (headers, then a body that never ends), and ``/ws`` (a WebSocket echoing every frame). It records the headers
 each request arrived with, so a test can show the browser really sent what the reads must not repeat."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ class LaneSite:
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.seen: list[dict[str, Any]] = []
         self._loop = asyncio.new_event_loop()
+        self._stopping = asyncio.Event()
         self._ready = threading.Event()
         self._runner: web.AppRunner | None = None
         self._host = host
@@ -81,6 +82,12 @@ class LaneSite:
             return web.Response(text=f"got {len(body)} bytes", headers=headers)
         if name == "pixel.png":
             return web.Response(body=PIXEL, content_type="image/png", headers=headers)
+        if name == "stall":  # answers its headers, then never ends its body
+            response = web.StreamResponse(headers={**headers, "Content-Type": "text/plain"})
+            await response.prepare(request)
+            await response.write(b"started")
+            await self._stopping.wait()
+            return response
         if name == "big.txt":
             return web.Response(text="0123456789abcdef" * 6400, content_type="text/plain", headers=headers)
         return web.Response(status=404, text="no such api", headers=headers)
@@ -96,6 +103,7 @@ class LaneSite:
 
     def stop(self) -> None:
         async def down() -> None:
+            self._stopping.set()
             if self._runner is not None:
                 await self._runner.cleanup()
 

@@ -359,3 +359,49 @@ def test_a_hostile_page_is_bounded_and_redacted(lane: Lane) -> None:
                    "s3cr3tERRUSER", "s3c"):
         assert secret not in answers, secret
         assert secret not in lines, secret
+
+
+def test_the_lane_over_mcp_by_name_and_through_kelpie_extension(lane: Lane, secret_tab: str) -> None:
+    """An agent's view: the official MCP SDK calls every lane extension by name and through
+    ``kelpie_extension`` (each answer's text block is its structured content), and no secret reaches it."""
+    from mcp_testlib import connect, run
+
+    ref = refs_of(lane, secret_tab)
+    texts: list[str] = []
+
+    async def journey() -> None:
+        async with connect(lane.host, "auto") as client:
+            for name in LANE:
+                arguments: dict[str, Any] = {"tabId": secret_tab}
+                if name == "element":
+                    arguments["ref"] = ref["Password"]
+                for tool, args in ((name, arguments), ("kelpie_extension", {"name": name, "arguments": arguments})):
+                    result = await client.call_tool(tool, args)
+                    envelope = result.structured_content
+                    assert isinstance(envelope, dict) and envelope["success"], (tool, name, envelope)
+                    assert json.loads(result.content[0].text) == envelope and not result.is_error
+                    texts.append(result.content[0].text)
+
+    run(journey())
+    assert len(texts) == 2 * len(LANE)
+    every = "\n".join(texts)
+    assert "REDACTED" in every and "s3cr3t" not in every and BODY_MARK not in every
+
+
+def test_a_request_that_never_ends_is_answered_pending(lane: Lane) -> None:
+    """A response whose body never ends: every read answers at once with the exchange ``pending`` and its
+    status (its response came), the others ended; a read never fails for it."""
+    tab = str(ok(lane.host, "tabs.open", {"url": lane.site.page("stall.html")})["tabId"])
+    deadline = time.monotonic() + 30
+    while True:
+        requests = {r["url"].rsplit("/", 1)[-1]: r for r in lane.read("network_requests", tabId=tab)["requests"]}
+        if requests.get("pixel.png?after=REDACTED", {}).get("pending") is False and "stall" in requests:
+            break
+        assert time.monotonic() < deadline, requests
+        time.sleep(0.2)
+    for _ in range(3):
+        requests = {r["url"].rsplit("/", 1)[-1]: r for r in lane.read("network_requests", tabId=tab)["requests"]}
+        stalled = requests["stall"]
+        assert stalled["pending"] is True and "sizes" not in stalled and stalled["resourceType"] == "fetch"
+        assert requests["stall.html"]["pending"] is False and requests["stall.html"]["status"] == 200
+    ok(lane.host, "tabs.close", {"tabId": tab})

@@ -57,6 +57,12 @@ RECENT = 4_096
 """How many of the newest exchanges (of every tab) the capture can find by their request, to note a
 response, an end or a redirect's next hop."""
 LEARN_PATIENCE_S = 2.0
+"""How long a read waits, the first time, for an exchange's response or sizes (Playwright answers at once
+for an exchange that has them)."""
+LEARN_AGAIN_S = 0.1
+"""How long later reads wait for an exchange that did not answer in time once (a long poll, a stream, a
+response whose body the page never read): such an exchange costs one read at most
+:data:`LEARN_PATIENCE_S`, never every read."""
 BODY_PATIENCE_S = 3.0
 TEXT_TYPES = frozenset(
     {
@@ -94,6 +100,8 @@ class Exchange:
     from_service_worker: bool = False
     frames_sent: int = 0
     frames_received: int = 0
+    late: bool = False
+    """A read already waited for this exchange in vain (:data:`LEARN_AGAIN_S`)."""
 
 
 @dataclass
@@ -304,16 +312,21 @@ class Network(Extension):
     async def _learn(exchanges: list[Exchange]) -> None:
         """Ask Playwright, for each answered exchange still open, what the capture did not listen to: its
         response (status, media type, timing) and, once it ended, its sizes — all at once, each at most
-        :data:`LEARN_PATIENCE_S` (an exchange not ended by then is answered ``pending``)."""
+        :data:`LEARN_PATIENCE_S`, or :data:`LEARN_AGAIN_S` for an exchange that kept a read waiting before
+        (an exchange not ended by then is answered ``pending``)."""
 
         async def one(exchange: Exchange) -> None:
             request = exchange.request
             if request is None or not exchange.pending or exchange.failure is not None:
                 return
+            patience = LEARN_AGAIN_S if exchange.late else LEARN_PATIENCE_S
             if exchange.response is None:
                 try:
-                    response = await asyncio.wait_for(request.response(), LEARN_PATIENCE_S)
-                except Exception:  # no response yet, or none will come (a failure is noted by its event)
+                    response = await asyncio.wait_for(request.response(), patience)
+                except TimeoutError:
+                    exchange.late = True
+                    return
+                except Exception:  # none will come (a failure is noted by its event)
                     return
                 if response is None:
                     return
@@ -322,9 +335,12 @@ class Network(Extension):
                 exchange.mime = _media(response.headers)
                 exchange.from_service_worker = response.from_service_worker
             try:
-                sizes = await asyncio.wait_for(request.sizes(), LEARN_PATIENCE_S)
+                sizes = await asyncio.wait_for(request.sizes(), patience)
+            except TimeoutError:
+                exchange.late = True  # not ended yet: still pending
+                return
             except Exception:
-                return  # not ended yet (or Playwright no longer knows it): still pending
+                return  # Playwright no longer knows it: still pending
             exchange.sizes = {k: v for k, v in sizes.items() if isinstance(v, int) and v >= 0}
             exchange.pending = False
             exchange.timing = dict(request.timing)
