@@ -115,3 +115,30 @@ def test_the_observe_command(browser_host: Host, tmp_path: Path) -> None:
     assert '"observer": true' in done.stdout and '"ref"' not in done.stdout and "Increment" in done.stdout
     refused = subprocess.run([*command[:-4], "--tab", "t999"], capture_output=True, text=True, timeout=60, env=env)
     assert refused.returncode == 1 and "refused: TAB_NOT_FOUND" in refused.stderr
+
+
+def test_per_client_isolation_keeps_each_clients_lane_and_observations_its_own(
+    sites: tuple[LaneSite, LaneSite],
+) -> None:
+    """``--isolation per-client``: a client's observation and lane reads are of its own context; another
+    client naming the same tab id is answered ``TAB_NOT_FOUND`` (nothing of the first client's is read)."""
+    from host_testlib import start_host
+
+    process = start_host(["--approve-pairing", "auto", "--isolation", "per-client"], "python")
+    try:
+        first, second = (Host(process, process.pair(name), "python") for name in ("first", "second"))
+        tab = str(ok(first, "tabs.open", {"url": sites[0].page("lane.html")})["tabId"])
+        deadline = time.monotonic() + 30
+        while not ok(first, "extension.call", {"name": "console_messages", "arguments": {"tabId": tab}})["messages"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        seen = observe(first, tabId=tab)
+        assert seen["success"] and seen["result"]["observer"] is True, seen
+        assert all("ref" not in e for e in seen["result"]["elements"])
+        other = observe(second, tabId=tab)
+        assert other["success"] is False and other["error"]["code"] == "TAB_NOT_FOUND", other
+        for name in ("console_messages", "network_requests", "cookies", "storage"):
+            refused = call(second, "extension.call", {"name": name, "arguments": {"tabId": tab}})
+            assert refused["error"]["code"] == "TAB_NOT_FOUND", (name, refused)
+    finally:
+        process.stop()
