@@ -243,14 +243,20 @@ class World(Part):
         if parsed is not None and self.frames.takes(tab, parsed):  # frames, or a handle of a frame's document
             answer = await self.frames.evaluate(tab, script, parsed, params)
         else:
-            answer = await self.run_main(tab, world_name, script)
+            answer = await self.run_main(tab, world_name, script, generation)
         if answer.get("success") is True and tab.generation == generation:
             answer["generation"] = generation
         return answer
 
-    async def run_main(self, tab: Tab, world_name: str, script: str) -> JsonObject:
+    async def run_main(
+        self, tab: Tab, world_name: str, script: str, generation: int | None = None
+    ) -> JsonObject:
         """Run `script` in world `world_name` of the tab's main-frame document: ``{success:true, value}`` or a
-        failure (a thrown script, a context that kept vanishing)."""
+        failure (a thrown script, a context that kept vanishing; ``RENDERER_CHANGED`` when the document went
+        away under it: the tab's ``generation``, as it was when the call began, moved or the context was
+        destroyed by a navigation)."""
+        if generation is None:
+            generation = tab.generation
         short_form = kept_script(script)  # (slot, expression): the script without its bundle
         for attempt in range(2):
             world = await self.world(tab, world_name)
