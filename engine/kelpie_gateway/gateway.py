@@ -474,6 +474,7 @@ class GatewayCore:
                 txn.mutates,
                 ext.method if ext is not None else None,
                 (self._admission.handles(txn, txn.tab_id) or None) if ext is not None else None,
+                self._config.observer,
             )
             endpoint, params = natives.BUILDERS[planned.method](planned, self._natives)
         except Refusal as exc:  # after a dispatched switch-tab the selection changed (_fail)

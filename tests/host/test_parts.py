@@ -49,6 +49,14 @@ def test_each_extension_descriptor_is_declared_on_the_handler_that_serves_it() -
         "hover",
         "drag",
         "type_keys",
+        "console_messages",
+        "page_errors",
+        "network_requests",
+        "cookies",
+        "storage",
+        "links",
+        "element",
+        "accessibility",
     ]
     for part in PARTS:
         methods = dict(part.handlers)

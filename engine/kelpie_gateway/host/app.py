@@ -24,6 +24,7 @@ from aiohttp import web
 from kelpie_gateway.host.audit import DEFAULT_MAX_BYTES, AuditLog
 from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, state_dir
 from kelpie_gateway.host.browser import BrowserLink, ChromiumRenderer, ContextOptions, find_chromium
+from kelpie_gateway.host.browser.common import LaneOptions
 from kelpie_gateway.host.browser.link import VIEWPORT, BrowserStartError, context_proxy
 from kelpie_gateway.host.contexts import (
     DEFAULT_IDLE_S,
@@ -75,6 +76,9 @@ class BrowserOptions:
     allowed_origins: str | None = None
     blocked_origins: str | None = None
     read_only: bool = False
+    observer: bool = False
+    network_urls: str = "redacted"
+    network_bodies: bool = False
     extensions_include: list[str] | None = None
     extensions_exclude: list[str] = field(default_factory=list)
     tools: str = "compact"
@@ -233,6 +237,7 @@ def _settings(opts: BrowserOptions, browser: bool) -> tuple[dict[str, Any], Host
     config = gateway_config(
         browser=browser,
         read_only=opts.read_only,
+        observer=opts.observer,
         include=opts.extensions_include,
         exclude=opts.extensions_exclude,
     )
@@ -398,7 +403,14 @@ async def start_stack(
                 backoff_max_s=opts.browser_backoff_max_s,
                 proxy=proxy.server if proxy is not None else None,
             )
-        site = _ContextSite(policy, proxy, viewport, tab_ids, routed=policy.restrictive and not reaches_proxy)
+        site = _ContextSite(
+            policy,
+            proxy,
+            viewport,
+            tab_ids,
+            routed=policy.restrictive and not reaches_proxy,
+            lane=LaneOptions(full_urls=opts.network_urls == "full", bodies=opts.network_bodies),
+        )
         if link is not None and not per_client:
             chromium = site.renderer(link, log, shared=True)
             renderer = site.wrap(chromium)
@@ -473,13 +485,15 @@ class _ContextSite:
     policy", "What holds per browser"): the viewport, the host-wide tab counter and the site policy — its
     proxy (``proxy``: a browser that reaches this host's loopback; each context's Playwright ``proxy``
     option names it, on top of a launched browser's flags) or, for a browser on another machine
-    (``routed``), the context's request routing (``browser/routing.py``)."""
+    (``routed``), the context's request routing (``browser/routing.py``); ``lane``: the operator's read-only
+    lane options (``--network-urls``, ``--network-bodies``), the same for every context."""
 
     policy: SitePolicy
     proxy: PolicyProxy | None
     viewport: Mapping[str, int]
     tab_ids: Iterator[int]
     routed: bool = False
+    lane: LaneOptions = field(default_factory=LaneOptions)
 
     def options(self, *, shared: bool) -> ContextOptions:
         extra: dict[str, Any] = {}
@@ -499,6 +513,7 @@ class _ContextSite:
             policy=self.policy,
             context_options=self.options(shared=shared),
             tab_ids=self.tab_ids,
+            lane=self.lane,
         )
 
     def wrap(self, chromium: ChromiumRenderer) -> Renderer:

@@ -19,11 +19,15 @@ from kelpie_gateway.host.browser.endpoints import TabEndpoints
 from kelpie_gateway.host.browser.routing import SiteRouting
 from kelpie_gateway.host.browser.stops import PolicyStops
 from kelpie_gateway.host.browser.world import World
+from kelpie_gateway.host.extensions.console import Console
 from kelpie_gateway.host.extensions.dialogs import Dialogs
 from kelpie_gateway.host.extensions.history import History
+from kelpie_gateway.host.extensions.inspect import Inspect
 from kelpie_gateway.host.extensions.keys import Keys
+from kelpie_gateway.host.extensions.network import Network
 from kelpie_gateway.host.extensions.pointer import NativeInput
 from kelpie_gateway.host.extensions.scroll import Scroll
+from kelpie_gateway.host.extensions.site_data import SiteData
 from kelpie_gateway.host.extensions.waits import Waits
 from kelpie_gateway.host.renderer import JsonObject
 
@@ -38,6 +42,10 @@ PARTS: tuple[type[Part], ...] = (
     History,  # go_back, go_forward
     Waits,  # wait_for_text
     NativeInput,  # click, hover, drag, type_keys
+    Console,  # console_messages, page_errors (read-only lane: captured per tab)
+    Network,  # network_requests (read-only lane: captured per tab)
+    SiteData,  # cookies, storage (read-only lane)
+    Inspect,  # links, element, accessibility (read-only lane)
 )
 
 RETIREMENT_GRACE_MS = 2_000
@@ -55,13 +63,15 @@ def gateway_config(
     *,
     browser: bool,
     read_only: bool = False,
+    observer: bool = False,
     include: list[str] | None = None,
     exclude: list[str] | None = None,
 ) -> JsonObject:
     """The gateway config the reference host creates (CONTRACT.md §2): with a browser, every native
     endpoint and every part's extension; without one (``--browser none``), none. ``read_only`` sets
-    ``allowActions:false`` (``--read-only``); ``include``/``exclude`` (``--extensions-include`` /
-    ``--extensions-exclude`` globs) become the ``extensionFilter``."""
+    ``allowActions:false`` (``--read-only``), ``observer`` sets ``observer:true`` (``--observer``: a read-only
+    session of one-shot reads without refs, CONTRACT.md §9 v1.2); ``include``/``exclude``
+    (``--extensions-include`` / ``--extensions-exclude`` globs) become the ``extensionFilter``."""
     config: JsonObject
     if browser:
         extensions = extension_descriptors()
@@ -78,8 +88,10 @@ def gateway_config(
         }
     else:
         config = {"nativeMethods": [], "browserAvailable": False, "fixedReader": False, "realm": "isolated"}
-    if read_only:
+    if read_only or observer:
         config["allowActions"] = False
+    if observer:
+        config["observer"] = True
     if include is not None or exclude:
         flt: JsonObject = {}
         if include is not None:

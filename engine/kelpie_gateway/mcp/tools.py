@@ -214,7 +214,12 @@ def instructions(gw: GatewayCore) -> str:
         f"This server controls a web browser through {TOOL_BROWSER} {{method, params}}; "
         'method "documentation" returns the full reference of what this browser offers.'
     ]
-    if "tab.snapshot" in methods:
+    if "tab.snapshot" in methods and gw.config.observer:
+        parts.append(
+            "This is a read-only observer: tab.snapshot returns the page's text and elements without refs "
+            "(one page, nothing to act on); RENDERER_CHANGED means the page changed during the read: read again."
+        )
+    elif "tab.snapshot" in methods:
         parts.append(
             "Observe a tab with tab.snapshot: it returns page text and elements with refs (like s3e7). "
             "A ref works only on its own tab until the next snapshot, navigation or action there; "

@@ -39,7 +39,7 @@ from kelpie_gateway.host.policy import SitePolicy
 from kelpie_gateway.host.remote import RemoteBrowser
 from kelpie_gateway.host.renderer import Endpoint, JsonObject, Refused, RendererEvents, fail
 
-from .common import Tab, short
+from .common import LaneOptions, Tab, short
 from .lifecycle import VIEWPORT, ContextOptions, Lifecycle
 from .link import BrowserLink, context_proxy
 from .pages import Pages
@@ -130,7 +130,8 @@ class ChromiumRenderer:
     (``http://127.0.0.1:PORT``) when the policy is restrictive, for a renderer with a browser of its own
     (with a ``link``, the link and ``context_options`` carry it: ``lifecycle.py``); ``policy``: that policy
     (the parts that report what it stopped, or route requests through it, read it).
-    ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part)."""
+    ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part). ``lane``: the
+    operator's read-only lane options (the network read's URLs and bodies)."""
 
     def __init__(
         self,
@@ -148,8 +149,10 @@ class ChromiumRenderer:
         cdp_endpoint: str | None = None,
         context_options: ContextOptions | None = None,
         tab_ids: Iterator[int] | None = None,
+        lane: LaneOptions | None = None,
     ) -> None:
         self.log = log
+        self.lane = lane or LaneOptions()
         self.policy = policy
         self.dialog_timeout_s = dialog_timeout_s
         self.events: RendererEvents = _Unheard()
