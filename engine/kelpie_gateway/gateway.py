@@ -41,7 +41,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Final, Protocol
+from typing import Any, ClassVar, Final, NamedTuple, Protocol
 
 import orjson
 
@@ -54,6 +54,8 @@ from .schema import METHODS, TIMEOUT_DEFAULT_MS, Method, ParamError, validate_re
 from .transaction import ACCEPTS, AUTHORIZE_STATES, DISPATCH_STATES, Transaction
 
 Render = Callable[[JsonObject], Any]
+"""What turns a transaction's final envelope into its ``complete`` step's ``response`` (a frontend's own
+shape); it may return an :class:`Answer` to also set the step's ``httpStatus``."""
 Clock = Callable[[], float]
 ADVANCE_PARSE_CAP: Final = 256 * 1024 * 1024
 """``advance`` JSON text above this is rejected unparsed; results above 32 MiB are RESPONSE_TOO_LARGE."""
@@ -70,6 +72,15 @@ _TEXT: Final = (str, bytes, bytearray, memoryview)
 _ID_TYPES: Final = (str, int, float)
 _RAW: Final = object()
 """``_hint_params`` before validation: an early refusal's audit hashes the request's own params."""
+
+
+class Answer(NamedTuple):
+    """A :data:`Render`'s answer with an HTTP status for the ``complete`` step (``httpStatus``): what a
+    JSON-RPC error of the stateless MCP revision needs when it is decided only after a dispatch
+    (docs/mcp.md "Resources")."""
+
+    response: Any
+    http_status: int
 
 
 class Frontend(Protocol):
@@ -896,6 +907,9 @@ class GatewayCore:
         self, txn_id: str, seq: int, envelope: JsonObject, render: Render | None, audit: JsonObject
     ) -> JsonObject:
         response = render(envelope) if render is not None else envelope
+        status = 202 if response is None else None
+        if type(response) is Answer:
+            response, status = response
         step: JsonObject = {
             "step": "complete",
             "transaction": txn_id,
@@ -903,8 +917,8 @@ class GatewayCore:
             "response": response,
             "audit": audit,
         }
-        if response is None:
-            step["httpStatus"] = 202
+        if status is not None:
+            step["httpStatus"] = status
         return step
 
     def _release(self, txn: Transaction) -> None:

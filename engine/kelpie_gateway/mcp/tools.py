@@ -14,6 +14,7 @@ from ..errors import JsonObject
 from ..gateway import GatewayCore
 from ..schema import MAX_EXTENSION_TOOL_NAMES, METHODS, params_json_schema
 from .protocol import INVALID_PARAMS, RpcError
+from .resources import READ_ENDPOINT, serving
 
 TOOL_BROWSER: Final = "kelpie_browser_control"
 TOOL_EXTENSIONS: Final = "kelpie_extensions"
@@ -192,5 +193,15 @@ def instructions(gw: GatewayCore) -> str:
         parts.append(
             f"Extensions: {TOOL_EXTENSIONS} lists them, {TOOL_EXTENSION_TOOLS} describes them, "
             f"{TOOL_EXTENSION} calls one."
+        )
+    if "tab.screenshot" in methods and "screenshot" in gw.catalog.extensions:
+        parts.append(
+            "tab.screenshot takes the viewport as PNG; for one element (ref), the full page, JPEG or a "
+            "smaller picture use the screenshot extension."
+        )
+    if serving(gw, READ_ENDPOINT) is not None:
+        parts.append(
+            "Downloads and PDFs come back as download objects whose resource URI (kelpie://…) "
+            "resources/read returns."
         )
     return " ".join(parts)
