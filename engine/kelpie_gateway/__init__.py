@@ -22,6 +22,8 @@ from .reader import (
     WORLD_NAME,
     bundle_missing,
     bundle_slot,
+    click_script,
+    element_box_script,
     fill_script,
     find_text_script,
     focus_script,
@@ -29,6 +31,8 @@ from .reader import (
     new_document_script,
     preload_script,
     scroll_script,
+    upload_files_script,
+    upload_target_script,
 )
 from .schema import NATIVE_ENDPOINTS
 from .version import __version__
@@ -46,7 +50,9 @@ __all__ = [
     "__version__",
     "bundle_missing",
     "bundle_slot",
+    "click_script",
     "dumps",
+    "element_box_script",
     "fill_script",
     "find_text_script",
     "focus_script",
@@ -56,6 +62,8 @@ __all__ = [
     "new_document_script",
     "preload_script",
     "scroll_script",
+    "upload_files_script",
+    "upload_target_script",
 ]
 """``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
 gets every core method advertised). ``dumps(value) -> bytes``: compact UTF-8 JSON, lone surrogates
@@ -63,9 +71,11 @@ repaired (the engine's own serialiser, e.g. for a host that passes results to th
 ``MCP_PROTOCOL_VERSIONS``: the MCP handshake revisions ``begin_mcp`` speaks, oldest first (CONTRACT.md §7),
 e.g. for a host's ``MCP-Protocol-Version`` header check. ``MCP_STATELESS_VERSIONS``: the stateless revisions
 (``2026-07-28``) it speaks besides, decided per request by ``params._meta`` (docs/mcp.md).
-``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script`` and ``WORLD_NAME``: generated
-reader scripts for a host's own extensions — the first three act on the captured node the gateway hands a
-ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the ``WORLD_NAME`` world.
+``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script``, ``click_script``,
+``upload_target_script``, ``upload_files_script``, ``element_box_script`` and ``WORLD_NAME``: generated
+reader scripts for a host's own extensions — all but ``find_text_script`` act on the captured node the
+gateway hands a ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the
+``WORLD_NAME`` world.
 ``preload_script()``: optional, for a host that wants a new document's first reader call to find its
 bundle already compiled: run it in the document's ``WORLD_NAME`` world ahead of time (CONTRACT.md §9; every
 script also installs its own bundle when the world lacks it, so skipping it changes only speed).

@@ -54,6 +54,7 @@ __all__ = [
     "bundle_slot",
     "click_script",
     "collect_browser_selector_snapshot_expression",
+    "element_box_script",
     "fill_script",
     "find_text_script",
     "focus_script",
@@ -65,6 +66,8 @@ __all__ = [
     "source_parts",
     "sources_digest",
     "type_script",
+    "upload_files_script",
+    "upload_target_script",
     "write_bundles",
 ]
 
@@ -89,6 +92,7 @@ BUNDLES: Final[Mapping[str, str]] = {
     "fill": "fill.js",
     "scroll": "scroll.js",
     "find-text": "find_text.js",
+    "files": "files.js",
 }
 DIGEST_MARK: Final = "// kelpie-reader-sources-sha256: "
 
@@ -521,6 +525,37 @@ def scroll_script(key: str | None, handle: str | None, *, direction: str = "down
     params["direction"] = direction
     params["pages"] = _check_bound("pages", pages, 10)
     return _script("scroll", params)
+
+
+def upload_target_script(key: str, handle: str) -> str:
+    """Script for the host extension ``upload_file``, before anything happens: what the node captured as
+    `handle` is. Value: ``{kind: "file-input", multiple: bool}`` for an ``<input type=file>``, else
+    ``{kind: "other"}`` (an element whose click may open a file chooser); ``NODE_REPLACED`` for a gone node
+    and ``NOT_ACTIONABLE`` for a disabled target (as ``tab.click``), both ``mayHaveCompleted:false``.
+    Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("files", {"key": key, "handle": handle, "op": "upload-target"})
+
+
+def upload_files_script(key: str, handle: str) -> str:
+    """Script for ``upload_file``, afterwards: after one turn of the page's event loop, the names of the
+    files the captured ``<input type=file>`` holds, ``{files: [names]}`` (never contents; ``[]`` for
+    another element); ``NODE_REPLACED`` with ``mayHaveCompleted:true`` when the page removed it. Raises
+    ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("files", {"key": key, "handle": handle, "op": "upload-files"})
+
+
+def element_box_script(key: str, handle: str) -> str:
+    """Script for the host extension ``screenshot`` of an element: the captured node's border box in CSS
+    pixels of the top document (page coordinates, same-origin frames' offsets added) and the device pixel
+    ratio, ``{x, y, width, height, devicePixelRatio}``; ``NODE_REPLACED`` (``mayHaveCompleted:false``) for
+    a gone node. Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("files", {"key": key, "handle": handle, "op": "box"})
 
 
 def find_text_script(text: str) -> str:

@@ -25,6 +25,7 @@ from kelpie_gateway.host.audit import DEFAULT_MAX_BYTES, AuditLog
 from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, state_dir
 from kelpie_gateway.host.browser import ChromiumRenderer, find_chromium
 from kelpie_gateway.host.driver import Driver, GatewayLike
+from kelpie_gateway.host.files import Files, FilesError, FilesOptions, compose
 from kelpie_gateway.host.parts import PARTS, gateway_config
 from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, RedirectGuard, SitePolicy
 from kelpie_gateway.host.renderer import NoRenderer, Renderer
@@ -66,6 +67,8 @@ class BrowserOptions:
     extensions_include: list[str] | None = None
     extensions_exclude: list[str] = field(default_factory=list)
     viewport: tuple[int, int] | None = None
+    files: FilesOptions = field(default_factory=FilesOptions)
+    """``--upload-dir``, ``--downloads-dir``, ``--max-download-mb`` (``host/files.py``)."""
     audit_log: Path | None = None
     audit_max_bytes: int = DEFAULT_MAX_BYTES
     connect: TunnelOptions | None = None
@@ -123,6 +126,8 @@ class BrowserStack:
     browser_ready: asyncio.Future[None] | None = None
     """With ``start_stack(defer_browser=True)``: resolves when the browser is up; raises
     :class:`StartError` when it could not start (None: the browser was started before returning)."""
+    files: Files | None = None
+    """The upload folders and the downloads folder (a temporary one is removed by :meth:`close`)."""
 
     async def close(self) -> None:
         """Drain late renderer replies (bounded), stop the site server, close (or detach from) the browser
@@ -134,15 +139,18 @@ class BrowserStack:
         await self.renderer.close()
         with contextlib.suppress(Exception):
             self.gateway.close()
+        if self.files is not None:
+            self.files.close()
 
 
-def _gateway_config(opts: BrowserOptions, browser: bool) -> dict[str, Any]:
+def _gateway_config(opts: BrowserOptions, browser: bool, files: Files | None = None) -> dict[str, Any]:
     """The host's gateway config (``parts.gateway_config``) with the operator's ``--config FILE`` on top."""
     config = gateway_config(
         browser=browser,
         read_only=opts.read_only,
         include=opts.extensions_include,
         exclude=opts.extensions_exclude,
+        upload_dirs=[str(d) for d in files.upload_dirs] if files is not None else (),
     )
     if opts.config_file is not None:
         config = apply_config(
@@ -218,7 +226,11 @@ async def start_stack(
         raise StartError(f"--site {site_root} has no index.html", 2)
     browser = opts.browser != "none"
     try:
-        config = _gateway_config(opts, browser)
+        files = Files.open(opts.files)
+    except FilesError as exc:
+        raise StartError(str(exc), 2) from None
+    try:
+        config = _gateway_config(opts, browser, files)
         if opts.via_abi:
             make_gateway(config, via_abi=True, library=opts.abi_library).close()  # refuse early, not late
         else:
@@ -229,14 +241,17 @@ async def start_stack(
             except GatewayConfigError as exc:
                 raise ConfigFileError(f"the gateway refused the config: {exc}") from None
     except (ConfigFileError, RuntimeError) as exc:
+        files.close()
         raise StartError(str(exc), 2) from None
     if opts.cdp_endpoint and not is_loopback_url(opts.cdp_endpoint):
+        files.close()
         raise StartError(
             f"--cdp-endpoint {opts.cdp_endpoint!r}: attach only to a Chromium on loopback "
             "(http://127.0.0.1:PORT, http://localhost:PORT or http://[::1]:PORT)",
             2,
         )
     if opts.headed and not opts.cdp_endpoint and not os.environ.get("DISPLAY"):
+        files.close()
         raise StartError("--headed needs a display: set DISPLAY, or run under xvfb-run", 2)
 
     runners: list[web.AppRunner] = []
@@ -256,6 +271,7 @@ async def start_stack(
                 log=log,
                 parts=PARTS,
                 guard=guard,
+                files=files,
                 viewport=None if opts.viewport is None else _viewport(opts.viewport),
                 headless=not opts.headed,
                 user_data_dir=opts.user_data_dir,
@@ -275,9 +291,11 @@ async def start_stack(
             with contextlib.suppress(Exception):
                 await runner.cleanup()
         await renderer.close()
+        files.close()
         raise StartError(f"{type(exc).__name__}: {_first_line(exc)}") from None
-    driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit, ready=ready)
-    return BrowserStack(site_root, site_url, renderer, gateway, driver, runners, policy, ready)
+    authorize = compose(policy.authorize, files.authorize)
+    driver = Driver(gateway, renderer, log, authorize=authorize, audit=audit, ready=ready)
+    return BrowserStack(site_root, site_url, renderer, gateway, driver, runners, policy, ready, files)
 
 
 async def _start_browser(chromium: ChromiumRenderer, site_url: str) -> None:
@@ -357,6 +375,8 @@ async def serve(opts: ServeOptions) -> int:
         log(f"pairings {saved} ({len(tokens)} active)")
         log(f"admin socket {sock_path} (kelpie-gateway pair approve CODE)")
     log(f"site policy {stack.policy.describe()}")
+    if stack.files is not None and opts.browser != "none":
+        log(stack.files.describe())
     if audit is not None:
         log(f"audit log {audit.path} (one JSON line per transaction; SIGHUP reopens it)")
 

@@ -37,6 +37,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from kelpie_gateway.host.files import DEFAULT_MAX_DOWNLOAD_MB, FilesOptions
+
 DEFAULT_PORT = 7788
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 
@@ -318,6 +320,7 @@ def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
         "extensions_include": _globs(args.extensions_include),
         "extensions_exclude": _globs(args.extensions_exclude) or [],
         "viewport": args.viewport,
+        "files": FilesOptions(tuple(args.upload_dir), args.downloads_dir, args.max_download_mb),
         **_transport_options(args),
     }
 
@@ -520,6 +523,27 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
         type=_viewport,
         metavar="WxH",
         help="browser viewport in CSS pixels (default 1280x800)",
+    )
+    cmd.add_argument(
+        "--upload-dir",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a folder upload_file may attach files from (repeatable; symlinks are resolved; default: none, "
+        "so upload_file is refused)",
+    )
+    cmd.add_argument(
+        "--downloads-dir",
+        metavar="DIR",
+        help="where downloads and PDFs are kept (made 0700 if missing; default: a private temporary folder "
+        "removed on exit)",
+    )
+    cmd.add_argument(
+        "--max-download-mb",
+        type=int,
+        metavar="N",
+        default=DEFAULT_MAX_DOWNLOAD_MB,
+        help=f"cancel a download past N MiB (default {DEFAULT_MAX_DOWNLOAD_MB})",
     )
 
 

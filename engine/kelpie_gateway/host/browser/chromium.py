@@ -29,6 +29,7 @@ is relaunched (or reattached) and :meth:`ChromiumRenderer.available` lets the ne
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -42,6 +43,7 @@ from .lifecycle import Lifecycle
 from .pages import Pages
 
 if TYPE_CHECKING:
+    from kelpie_gateway.host.files import Files
     from kelpie_gateway.host.policy import RedirectGuard
 
 _MARK = "_kelpie_endpoint"
@@ -101,6 +103,15 @@ class Part:
     def closed(self, tab: Tab) -> None:
         """``tab`` is gone: closed by anyone, or gone with its browser."""
 
+    async def around(
+        self, method: str, params: Mapping[str, Any], run: Callable[[], Awaitable[JsonObject]]
+    ) -> JsonObject:
+        """Run a native call: ``run()`` (the handler, or the next part's ``around``) and answer its result,
+        which a part may amend (the downloads part waits for a download a click started and reports it).
+        Only parts that override it are chained, in :data:`PARTS` order, outermost first; ``run`` never
+        raises (its errors are results)."""
+        return await run()
+
 
 P = TypeVar("P", bound=Part)
 
@@ -133,6 +144,7 @@ class ChromiumRenderer:
         parts: Sequence[type[Part]],
         dialog_timeout_s: float = 60.0,
         guard: RedirectGuard | None = None,
+        files: Files | None = None,
         viewport: Mapping[str, int] | None = None,
         headless: bool = True,
         user_data_dir: str | None = None,
@@ -140,6 +152,9 @@ class ChromiumRenderer:
     ) -> None:
         self.log = log
         self.guard = guard
+        self.files = files
+        """The host's folders (``host/files.py``): uploads, downloads and their cap; None without them
+        (tests), when the file extensions refuse every call."""
         self.dialog_timeout_s = dialog_timeout_s
         self.events: RendererEvents = _Unheard()
         self.lifecycle = Lifecycle(
@@ -157,6 +172,7 @@ class ChromiumRenderer:
         for part in self.parts:
             for method, handler in part.endpoints().items():
                 self.register(method, handler)
+        self._around = tuple(p for p in self.parts if type(p).around is not Part.around)
 
     # ----------------------------------------------------------------- what parts use
     @property
@@ -244,6 +260,15 @@ class ChromiumRenderer:
                 f"the browser exited just before this call; nothing was run; the host {what} it on the next call",
                 mayHaveCompleted=False,
             )
+        if not self._around:
+            return await self._run(handler, params)
+        run: Callable[[], Awaitable[JsonObject]] = lambda: self._run(handler, params)  # noqa: E731
+        for part in reversed(self._around):
+            run = functools.partial(self._amend, part, method, params, run)
+        return await run()
+
+    @staticmethod
+    async def _run(handler: Endpoint, params: Mapping[str, Any]) -> JsonObject:
         try:
             return await handler(params)
         except Refused as refused:
@@ -251,6 +276,15 @@ class ChromiumRenderer:
         except PlaywrightError as exc:
             return fail("RENDERER_FAILED", short(exc))
         except Exception as exc:  # the renderer boundary: errors are values
+            return fail("RENDERER_FAILED", f"{type(exc).__name__}: {short(exc)}")
+
+    @staticmethod
+    async def _amend(
+        part: Part, method: str, params: Mapping[str, Any], run: Callable[[], Awaitable[JsonObject]]
+    ) -> JsonObject:
+        try:
+            return await part.around(method, params, run)
+        except Exception as exc:  # a part's bug must not lose the call's answer: errors are values
             return fail("RENDERER_FAILED", f"{type(exc).__name__}: {short(exc)}")
 
     def available(self) -> Awaitable[JsonObject | None] | None:
