@@ -440,7 +440,9 @@ def click_script(key: str, handle: str) -> str:
 
     On an ``<option>`` of a native select the click chooses it as a user does (single select: that
     option; ``multiple``: toggles it; ``input`` then ``change`` on the select when the selection changed).
-    Value: ``{clicked:true}``, or ``{error:{code:"NODE_REPLACED", …}, mayHaveCompleted:false}`` when the
+    Value: ``{clicked:true}`` (plus ``downloadLink:true`` when the target is, or is inside, a link that
+    downloads — a ``download`` attribute, a ``blob:`` or ``data:`` URL — a hint for the host, which waits
+    for that download), or ``{error:{code:"NODE_REPLACED", …}, mayHaveCompleted:false}`` when the
     handle's node is gone (replaced, disconnected, registry cleared by navigation/history),
     ``NOT_ACTIONABLE`` with ``mayHaveCompleted:false`` for a disabled or inert target or an optgroup
     (no event fired), ``EFFECT_NOT_OBSERVED`` with ``mayHaveCompleted:true`` when the page undid an

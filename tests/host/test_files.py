@@ -3,13 +3,15 @@ reported, the ``screenshot`` and ``pdf`` extensions, and the files served as MCP
 headless Chromium, over the canonical route, MCP over HTTP (both eras) and stdio.
 
 One host for most of the module (Python API): ``--upload-dir`` a folder of its own, ``--downloads-dir`` one
-the test reads, ``--max-download-mb 1`` and ``127.0.0.2`` blocked. The stdio test starts ``kelpie-gateway
+the test reads, ``--max-download-mb 1``, ``--download-settle-ms 2000`` (a click waits for a download a
+script starts) and ``127.0.0.2`` blocked. The stdio test starts ``kelpie-gateway
 mcp --via-abi`` without any file flag (no upload folder, the private temporary downloads folder). The pages
 are served by :class:`files_testlib.FileSite`, which records every request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
@@ -64,6 +66,7 @@ def host(folders: dict[str, Path]) -> Iterator[Host]:
         "--upload-dir", str(folders["uploads"]),
         "--downloads-dir", str(folders["downloads"]),
         "--max-download-mb", "1",
+        "--download-settle-ms", "2000",
         "--blocked-origins", "http://127.0.0.2:*",
     ]  # fmt: skip
     process = start_host(args, "python")
@@ -211,8 +214,9 @@ def test_a_click_that_opens_no_chooser_is_an_unknown_outcome(host: Host, sites: 
 def test_a_click_that_downloads_succeeds_and_reports_the_kept_file(
     host: Host, sites: dict[str, FileSite], folders: dict[str, Path], label: str, name: str, body: bytes
 ) -> None:
-    """Content-Disposition attachment, a ``download`` attribute, a script's blob: the click succeeds (never
-    RENDERER_FAILED) and reports the download once it is complete; the file on disk has that SHA-256."""
+    """Content-Disposition attachment, a ``download`` attribute, a script's blob (reported thanks to
+    ``--download-settle-ms``): the click succeeds (never RENDERER_FAILED) and reports the download once it
+    is complete; the file on disk has that SHA-256."""
     tab = open_tab(host, sites["site"].url + "/downloads.html")
     result = ok(host, "tab.click", {"tabId": tab, "ref": ref(host, tab, label)})
     download = result["download"]
@@ -436,11 +440,32 @@ def test_stdio_serves_resources_from_a_private_folder_and_refuses_uploads_withou
             snap = await control("tab.snapshot", {"tabId": tab})
             one = next(e["ref"] for e in snap["result"]["elements"] if "One file" in e.get("label", ""))
             upload = await client.call_tool("upload_file", {"tabId": tab, "ref": one, "paths": ["a.txt"]})
+            # No --download-settle-ms: a download link's click reports its file; a script's is kept and listed.
+            await control("tab.navigate", {"tabId": tab, "url": site.url + "/downloads.html"})
+            snap = await control("tab.snapshot", {"tabId": tab})
+            link = next(e["ref"] for e in snap["result"]["elements"] if "download attribute" in e.get("label", ""))
+            linked = await control("tab.click", {"tabId": tab, "ref": link})
+            snap = await control("tab.snapshot", {"tabId": tab})
+            export = next(e["ref"] for e in snap["result"]["elements"] if "Export" in e.get("label", ""))
+            started = time.monotonic()
+            scripted = await control("tab.click", {"tabId": tab, "ref": export})
+            scripted_s = time.monotonic() - started
+            listing: list[dict[str, Any]] = []
+            for _ in range(50):
+                result = await client.call_tool("downloads_list", {})
+                listing = result.structured_content["result"]["downloads"]  # type: ignore[index]
+                if any(d["name"] == "export.txt" and d["state"] == "complete" for d in listing):
+                    break
+                await asyncio.sleep(0.1)
             folders = sorted(tmp_path.glob("kelpie-downloads-*"))
             return {
                 "download": download,
                 "text": read.contents[0].text,  # type: ignore[union-attr]
                 "upload": upload.structured_content,
+                "linked": linked["result"],
+                "scripted": scripted["result"],
+                "scripted_s": scripted_s,
+                "listing": listing,
                 "folders": [(f, stat.S_IMODE(f.stat().st_mode), (f / download["name"]).read_bytes()) for f in folders],
             }
 
@@ -452,3 +477,10 @@ def test_stdio_serves_resources_from_a_private_folder_and_refuses_uploads_withou
     error = seen["upload"]["error"]
     assert error["code"] == "NOT_AUTHORIZED" and "without --upload-dir" in error["message"]
     assert seen["upload"]["mayHaveCompleted"] is False
+    assert seen["linked"]["download"]["state"] == "complete"
+    assert seen["linked"]["download"]["sha256"] == sha256(body_of("/plain.bin"))
+    assert seen["scripted"]["clicked"] is True and seen["scripted_s"] < 5  # not held for a script's download
+    [made] = [d for d in seen["listing"] if d["name"] == "export.txt"]
+    assert made["state"] == "complete" and made["sha256"] == sha256(BLOB_TEXT.encode())
+    if "download" in seen["scripted"]:  # it began before the click answered: reported as well
+        assert seen["scripted"]["download"]["id"] == made["id"]

@@ -320,7 +320,9 @@ def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
         "extensions_include": _globs(args.extensions_include),
         "extensions_exclude": _globs(args.extensions_exclude) or [],
         "viewport": args.viewport,
-        "files": FilesOptions(tuple(args.upload_dir), args.downloads_dir, args.max_download_mb),
+        "files": FilesOptions(
+            tuple(args.upload_dir), args.downloads_dir, args.max_download_mb, args.download_settle_ms
+        ),
         **_transport_options(args),
     }
 
@@ -544,6 +546,14 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
         metavar="N",
         default=DEFAULT_MAX_DOWNLOAD_MB,
         help=f"cancel a download past N MiB (default {DEFAULT_MAX_DOWNLOAD_MB})",
+    )
+    cmd.add_argument(
+        "--download-settle-ms",
+        type=int,
+        metavar="MS",
+        default=0,
+        help="how long a click that neither navigates nor follows a download link waits for a download the "
+        "page's script may start, to report it (default 0: it is kept and listed, not reported by the click)",
     )
 
 

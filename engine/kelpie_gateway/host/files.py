@@ -60,11 +60,13 @@ class UploadRefused(Exception):
 @dataclass(frozen=True)
 class FilesOptions:
     """The command line's file flags: ``--upload-dir`` (repeatable), ``--downloads-dir``,
-    ``--max-download-mb`` (1..100000; default 100)."""
+    ``--max-download-mb`` (1..100000; default 100), ``--download-settle-ms`` (0..10000; default 0: how long
+    an ordinary click waits for a download a page's script may start, ``extensions/downloads.py``)."""
 
     upload_dirs: tuple[str, ...] = ()
     downloads_dir: str | None = None
     max_download_mb: int = DEFAULT_MAX_DOWNLOAD_MB
+    download_settle_ms: int = 0
 
 
 @dataclass
@@ -76,6 +78,7 @@ class Files:
     downloads_dir: Path
     max_download_bytes: int
     temporary: bool = False
+    download_settle_s: float = 0.0
     _closed: bool = field(default=False, repr=False)
 
     @classmethod
@@ -91,6 +94,8 @@ class Files:
                 uploads.append(real)
         if not 1 <= opts.max_download_mb <= 100_000:
             raise FilesError(f"--max-download-mb {opts.max_download_mb}: must be 1..100000")
+        if not 0 <= opts.download_settle_ms <= 10_000:
+            raise FilesError(f"--download-settle-ms {opts.download_settle_ms}: must be 0..10000")
         temporary = opts.downloads_dir is None
         if opts.downloads_dir is None:
             downloads = Path(tempfile.mkdtemp(prefix="kelpie-downloads-"))
@@ -102,7 +107,13 @@ class Files:
                 raise FilesError(f"--downloads-dir {opts.downloads_dir}: {exc.strerror or exc}") from None
             if not downloads.is_dir() or not os.access(downloads, os.W_OK | os.X_OK):
                 raise FilesError(f"--downloads-dir {opts.downloads_dir}: not a folder this user can write")
-        return cls(tuple(uploads), downloads, opts.max_download_mb * 1024 * 1024, temporary)
+        return cls(
+            tuple(uploads),
+            downloads,
+            opts.max_download_mb * 1024 * 1024,
+            temporary,
+            opts.download_settle_ms / 1000,
+        )
 
     def describe(self) -> str:
         """One log line: the upload folders and the downloads folder."""

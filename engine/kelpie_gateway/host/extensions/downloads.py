@@ -8,11 +8,14 @@ files the host keeps served as MCP resources (docs/host.md "Files"; ARCHITECTURE
   ``RENDERER_FAILED`` because a page downloaded.
 * **Reported by its action.** A ``navigate`` or ``new-tab`` whose URL turns out to be a download succeeds
   with ``download`` (the tab stays where it was). A click (the ``tab.click`` script) or a key press that may
-  activate (``press_key`` Enter/Space) is watched for :data:`DOWNLOAD_SETTLE_S` afterwards, or — when it
-  requested a main-frame navigation — until that navigation commits or turns into a download (at most
-  :data:`NAVIGATION_SETTLE_S`): a download that began in the tab meanwhile is reported in the result. A
-  reported download is waited for until the call's deadline (less :data:`DEADLINE_MARGIN_S`); one still
-  arriving then is reported ``state: "in-progress"`` and listed when done.
+  activate (``press_key`` Enter/Space) that requested a main-frame navigation (CDP
+  ``Page.frameRequestedNavigation``, which arrives before the click's answer) is watched until that
+  navigation commits or turns into a download (at most :data:`NAVIGATION_SETTLE_S`); a click on a link that
+  downloads (the script's ``downloadLink`` hint) until its download begins (at most
+  :data:`LINK_SETTLE_S`); any other for ``--download-settle-ms`` (default 0: not at all, so an ordinary
+  click costs nothing). A download that began in the tab by then is reported in the result, waited for
+  until the call's deadline (less :data:`DEADLINE_MARGIN_S`); one still arriving then is reported
+  ``state: "in-progress"`` and listed when done. One a page's script starts later is kept and listed.
 * **Capped.** Past ``--max-download-mb`` (CDP ``Page.downloadProgress``, or the size the server announced)
   the download is cancelled and reported ``cancelled`` with the reason; a partial file is never kept.
 * **The site policy** applies to the download's URL (``SitePolicy.refusal``, the policy's public decision):
@@ -50,7 +53,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from playwright.async_api import CDPSession, Page
 from playwright.async_api import Download as PlaywrightDownload
 
-from kelpie_gateway import bundle_slot, kept_script
+from kelpie_gateway import bundle_slot
 from kelpie_gateway.host.browser.chromium import endpoint
 from kelpie_gateway.host.browser.common import Tab, quiet, short, state_of, timeout_ms
 from kelpie_gateway.host.browser.world import World
@@ -59,11 +62,11 @@ from kelpie_gateway.host.renderer import JsonObject, fail
 
 from .base import Extension, schema
 
-DOWNLOAD_SETTLE_S = 0.25
-"""How long a click (or an Enter/Space key press) is watched for a download that began without a
-navigation (a ``download`` link, a script's blob or data URL). Chromium starts such a download in its
-browser process after the page's script returned, so it cannot be seen in order with the click's answer:
-measured here (idle and under the shared machine's load) 0–72 ms after the click script's reply."""
+LINK_SETTLE_S = 2.0
+"""How long a click on a link that downloads (the click script's ``downloadLink`` hint: a ``download``
+attribute, a blob: or data: URL) waits for its download to begin. Chromium starts it in its browser
+process after the click answered, in no order with the answer (measured here: 0–272 ms later on the loaded
+machine); the wait ends as soon as it begins."""
 NAVIGATION_SETTLE_S = 3.0
 """How long a click that requested a main-frame navigation waits for it to commit or become a download."""
 DEADLINE_MARGIN_S = 0.5
@@ -196,7 +199,7 @@ class Downloads(Extension):
         super().__init__(renderer)
         self.items: dict[str, Download] = {}
         self._next = 1
-        self._click_slot = bundle_slot("click")
+        self._click_slot = f'"{bundle_slot("click")}"'
 
     @property
     def files(self) -> Files | None:
@@ -380,8 +383,12 @@ class Downloads(Extension):
             key = params.get("key")
             return "activation" if isinstance(key, str) and KEY_ACTIVATES.search(key) else None
         if method == "browser-control-evaluate":
-            short_form = kept_script(params.get("script"))  # type: ignore[arg-type]
-            return "activation" if short_form is not None and short_form[0] == self._click_slot else None
+            script = params.get("script")  # the click bundle's script names its slot near its start
+            return (
+                "activation"
+                if isinstance(script, str) and script.find(self._click_slot, 0, 2048) > 0
+                else None
+            )
         return None
 
     async def around(
@@ -403,7 +410,18 @@ class Downloads(Extension):
         state = self.of(tab)
         if state.begun == marks[0]:
             navigating = state.requested > marks[1] and state.committed == marks[2]
-            settle = NAVIGATION_SETTLE_S if navigating else DOWNLOAD_SETTLE_S
+            value = result.get("value")
+            linked = isinstance(value, dict) and value.get("downloadLink") is True
+            files = self.files
+            settle = (
+                NAVIGATION_SETTLE_S
+                if navigating
+                else LINK_SETTLE_S
+                if linked
+                else (files.download_settle_s if files is not None else 0.0)
+            )
+            if settle <= 0:
+                return result
             await self._wait(
                 tab,
                 lambda: state.begun > marks[0] or (navigating and state.committed > marks[2]),
