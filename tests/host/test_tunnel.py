@@ -240,7 +240,7 @@ def test_downloads_come_back_as_resources_through_the_tunnel(world: World) -> No
         await attach(world)
         init = await mcp(world, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
         tab = await open_tab(world, "export.html")
-        button = element(await ok(world, "tab.snapshot", {"tabId": tab}), "button", "Export CSV")
+        button = element(await ok(world, "tab.snapshot", {"tabId": tab}), "a", "Download CSV")
         answer = await mcp(world, "tools/call", {
             "name": "kelpie_browser_control",
             "arguments": {"method": "tab.click", "params": {"tabId": tab, "ref": button["ref"]}},
