@@ -1,18 +1,18 @@
 """The Python API's :class:`Gateway` (CONTRACT.md §11): the coordinator plus the MCP frontend.
 
-:class:`~kelpie_gateway.gateway.GatewayCore` holds lanes, BUSY, admission and the step protocol and knows no
+:class:`~kelpie_gateway.gateway.GatewayCore` holds lanes, BUSY and the step protocol and knows no
 wire format but canonical JSON; :mod:`kelpie_gateway.mcp` translates JSON-RPC on top of it. This class joins
 the two so ``gw.begin_mcp`` exists as the contract names it, without the coordinator importing MCP.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from . import mcp
 from .errors import JsonObject
-from .gateway import GatewayCore
+from .gateway import Entry, GatewayCore
 
 
 class Gateway(GatewayCore):
@@ -29,11 +29,8 @@ class Gateway(GatewayCore):
         JSON-RPC response (``null`` with ``httpStatus: 202`` for a notification)."""
         return mcp.begin(self, message)
 
-    def _begin_mcp_step(self, message: Any) -> JsonObject:
-        return self._begin_step(message, mcp.FRONTEND)
-
-    _JSON_OPS: ClassVar[dict[str, Callable[[Any, Any], JsonObject]]] = {
+    _JSON_OPS: ClassVar[dict[str, Entry]] = {
         **GatewayCore._JSON_OPS,
-        "begin_mcp": _begin_mcp_step,
+        "begin_mcp": (mcp.FRONTEND.translate, mcp.FRONTEND),
     }
     """:meth:`~GatewayCore.call_json`'s operations, ``begin_mcp`` (the C ABI's) included."""

@@ -49,14 +49,15 @@ class Catalog:
             and config.filter_admits(e.name)
             and (config.allow_actions or not e.mutates)
         }
-        self._refusals: dict[str, str | None] = {m.name: self._compute_refusal(m) for m in METHODS.values()}
-        self.methods: list[str] = [name for name, code in self._refusals.items() if code is None]
+        self.refusals: dict[str, str | None] = {m.name: self._compute_refusal(m) for m in METHODS.values()}
+        """Per canonical method name: the error code that refuses it here, or None when it is advertised."""
+        self.methods: list[str] = [name for name, code in self.refusals.items() if code is None]
         self._capabilities: JsonObject | None = None
         self._documentation: str | None = None
 
     def refusal(self, method: Method) -> str | None:
         """The error code that refuses ``method`` on this gateway, or None when it is advertised."""
-        return self._refusals[method.name]
+        return self.refusals[method.name]
 
     def _compute_refusal(self, method: Method) -> str | None:
         cfg = self.config

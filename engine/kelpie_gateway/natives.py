@@ -16,7 +16,6 @@ from typing import Any, Final
 from . import reader
 from .config import CAPTURED_FIELD
 from .errors import JsonObject, Refusal
-from .refs import RefError
 from .results import Planned
 
 WORLD: Final = reader.WORLD_NAME
@@ -27,7 +26,7 @@ WORLD: Final = reader.WORLD_NAME
 class Context:
     """``key``: the per-gateway reader key (§9); ``resolve(ref, tabId)`` → the renderer handle, and
     ``resume(cursor, tabId)`` → the renderer's private continuation position (§3, §9 v1.1); both raise
-    :class:`~kelpie_gateway.refs.RefError`."""
+    :class:`~kelpie_gateway.refs.RefError`, a :class:`~kelpie_gateway.errors.Refusal`."""
 
     key: str
     resolve: Callable[[str, str], str]
@@ -49,10 +48,7 @@ def _evaluate(p: Planned, script: str) -> NativeCall:
 
 def _handle(p: Planned, ctx: Context) -> str:
     assert p.tab_id is not None
-    try:
-        return ctx.resolve(p.params["ref"], p.tab_id)
-    except RefError as exc:
-        raise Refusal(exc.code, exc.message) from None
+    return ctx.resolve(p.params["ref"], p.tab_id)  # a RefError is a Refusal
 
 
 def _acting(p: Planned, ctx: Context, make: Callable[[str], str]) -> NativeCall:
@@ -84,13 +80,10 @@ def snapshot_anchor(params: JsonObject, tab_id: str, ctx: Context) -> tuple[str 
             "INVALID_PARAMS",
             "/params/scope: a cursor continues its own snapshot (and its scope); send either, not both",
         )
-    try:
-        if "cursor" in params:
-            return None, ctx.resume(params["cursor"], tab_id)
-        if "scope" in params:
-            return ctx.resolve(params["scope"], tab_id), None
-    except RefError as exc:
-        raise Refusal(exc.code, exc.message) from None
+    if "cursor" in params:  # a RefError is a Refusal
+        return None, ctx.resume(params["cursor"], tab_id)
+    if "scope" in params:
+        return ctx.resolve(params["scope"], tab_id), None
     return None, None
 
 

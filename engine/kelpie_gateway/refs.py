@@ -27,6 +27,8 @@ Theory of operation
   ``STALE_SNAPSHOT`` (an older snapshot, a page already continued, refs invalidated since — navigation,
   an action, a renderer change — or a newer document generation). The renderer refuses
   ``STALE_SNAPSHOT`` itself when the document changed under an unchanged generation.
+* :meth:`RefStore.issue` is the one place refs are issued: a snapshot's renderer handles become the refs
+  of a new snapshot, or of the next page of the snapshot a cursor continues.
 * Old snapshot ids are remembered (to tell ``STALE_SNAPSHOT``/``CROSS_TAB_REF`` from ``UNKNOWN_REF``)
   for the last :data:`SNAPSHOT_MEMORY` snapshots; older refs are refused ``STALE_SNAPSHOT``. Memory stays
   bounded however many transactions run.
@@ -40,19 +42,21 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .errors import Refusal
+
 SNAPSHOT_MEMORY: Final = 65_536
 _REF_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})e([1-9][0-9]{0,6})$")
 _CURSOR_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})p([1-9][0-9]{0,5})$")
 
 
-class RefError(Exception):
+class RefError(Refusal):
     """A ref or cursor refusal: ``code`` is one of UNKNOWN_REF, CROSS_TAB_REF, STALE_SNAPSHOT,
-    REFS_INVALIDATED, TAB_STALE, INVALID_PARAMS (a cursor never issued); ``message`` says what to do."""
+    REFS_INVALIDATED, TAB_STALE, INVALID_PARAMS (a cursor never issued); ``message`` says what to do.
+    The engine's refusal type (:class:`~kelpie_gateway.errors.Refusal`, ``mayHaveCompleted:false``), so a
+    guard or a native call lets it through as it is."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
 
 
 @dataclass
@@ -220,6 +224,32 @@ class RefStore:
         tab.pages += 1
         sid = tab.snapshot
         return sid, [f"s{sid}e{i}" for i in range(first, first + len(handles))], self._set_rest(tab, rest)
+
+    def issue(
+        self,
+        tab_id: str,
+        generation: int | None,
+        handles: list[str],
+        rest: Any = None,
+        cursor: str | None = None,
+    ) -> tuple[int | None, str, list[str], str | None]:
+        """Issue the refs of a snapshot's ``handles`` (in element order): a new latest snapshot of
+        ``tab_id`` or, with ``cursor``, the next page of the snapshot that cursor continues (§3, §9 v1.1).
+        ``generation``: the renderer's, or None (the tab's last known one); ``rest``: the renderer's private
+        position of the page after this one (None: nothing left).
+
+        Returns ``(generation, snapshot id "s<n>", refs, next cursor or None)``. Raises :class:`RefError`
+        (STALE_SNAPSHOT, …) when the cursor stopped being the tab's latest while the page was read."""
+        seen = generation if generation is not None else self._generations.get(tab_id)
+        if cursor is not None:
+            if seen != self._generations.get(tab_id):
+                raise RefError(
+                    "STALE_SNAPSHOT", f"tab {tab_id!r} shows a new document; take a new tab.snapshot"
+                )
+            sid, refs, next_cursor = self.extend_snapshot(tab_id, cursor, handles, rest)
+        else:
+            sid, refs, next_cursor = self.issue_snapshot(tab_id, seen, handles, rest)
+        return seen, f"s{sid}", refs, next_cursor
 
     def owner(self, ref: str) -> str | None:
         """The tab whose snapshot issued ``ref``, when known."""

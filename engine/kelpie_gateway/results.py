@@ -127,6 +127,18 @@ class Shaped:
 Shaper = Callable[[Planned, JsonObject], Shaped]
 
 
+def failure_of(result: JsonObject) -> tuple[str, str]:
+    """``(code, message)`` of a renderer's ``{"success": false, "error": {code, message}}``: a code of
+    :data:`PASSTHROUGH_CODES` is kept, any other becomes RENDERER_FAILED (the message then names it)."""
+    err = result.get("error")
+    code = err.get("code") if isinstance(err, dict) else None
+    message = err.get("message") if isinstance(err, dict) else None
+    text = message if isinstance(message, str) and message else "the renderer reported a failure"
+    if not isinstance(code, str) or code not in PASSTHROUGH_CODES:  # (an array is no code: not hashable)
+        return "RENDERER_FAILED", f"{text} (renderer code {code!r})" if code is not None else text
+    return code, text
+
+
 def malformed(message: str) -> Refusal:
     """A renderer result that lacks a required field or has the wrong type."""
     return Refusal("RENDERER_FAILED", message, may_have_completed=None)

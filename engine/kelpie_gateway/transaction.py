@@ -108,12 +108,13 @@ class Transaction:
     copies of it, never the dict itself); ``render`` turns the final canonical
     envelope into what the ``complete`` step carries (the envelope itself, or a JSON-RPC response).
     What the gateway decided along the way: ``ext`` (the admitted extension of ``extension.call``),
-    ``mcp`` (begun by ``begin_mcp``: ``notifications/cancelled`` can reach it), ``authorized`` (None
-    until an ``authorize`` step is issued, then whether the host admitted it: ``audit.authorized``),
-    ``planned`` (what the main dispatch acts on), ``switched`` (selected targeting dispatched a
-    ``switch-tab`` that did not report "not run": the selection changed, so no later failure of the
-    transaction is a refusal, §4, §5), ``closes`` (the gateway's count of tabs reported gone when the
-    pending dispatch was issued: a tab closed later stays closed whatever its result says) and
+    ``guarded`` (admission has something to check before a dispatch: False for a read carrying no ref,
+    scope or cursor), ``mcp`` (begun by ``begin_mcp``: ``notifications/cancelled`` can reach it),
+    ``authorized`` (None until an ``authorize`` step is issued, then whether the host admitted it:
+    ``audit.authorized``), ``planned`` (what the main dispatch acts on), ``switched`` (selected targeting
+    dispatched a ``switch-tab`` that did not report "not run": the selection changed, so no later failure
+    of the transaction is a refusal, §4, §5), ``closes`` (the gateway's count of tabs reported gone when
+    the pending dispatch was issued: a tab closed later stays closed whatever its result says) and
     ``abandoned`` (the stuck dispatch's native ``{method, tabId}`` after a cancel, for ``next``'s
     ``awaitingRetirement``).
 
@@ -129,6 +130,7 @@ class Transaction:
         "dispatches",
         "epoch",
         "ext",
+        "guarded",
         "id",
         "lane",
         "mcp",
@@ -158,6 +160,7 @@ class Transaction:
         render: Callable[[dict[str, Any]], Any] | None = None,
         tab_id: str | None = None,
         ext: Any = None,
+        guarded: bool = True,
     ) -> None:
         self.id = id
         self.lane = lane
@@ -169,6 +172,7 @@ class Transaction:
         self.render = render
         self.tab_id = tab_id
         self.ext = ext
+        self.guarded = guarded
         self.mcp = render is not None
         self.state = "new"
         self.seq = 0

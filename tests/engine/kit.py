@@ -6,10 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hypothesis import strategies as st
 from kelpie_gateway import Gateway
 from kelpie_gateway.schema import NATIVE_ENDPOINTS
 
 ALL_NATIVE = list(NATIVE_ENDPOINTS)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+"""Any JSON value (64-bit integers, no NaN): for fuzzing inputs and renderer results."""
 
 
 def make(*, clock: Callable[[], float] | None = None, **config: Any) -> Gateway:

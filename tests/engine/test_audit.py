@@ -113,3 +113,14 @@ def test_early_refusals_name_what_the_request_named_and_nothing_else() -> None:
     empty = gw.begin_mcp({"jsonrpc": "2.0", "id": 7, "method": ""})
     assert empty["audit"]["method"] is None and empty["audit"]["tabId"] is None
     assert [unknown["audit"]["lane"], bad["audit"]["dispatches"], empty["audit"]["elapsedMs"]] == [None, 0, 0.0]
+
+
+def test_audit_of_an_early_refusal_names_the_method_and_tab_the_request_named() -> None:
+    """Regression (newcomer review, 513923d): the audit of a refusal before any lane logged no tab although the
+    request named one. Guards: it names the canonical method and tab the request named, and invents none."""
+    gw = make()
+    out = gw.begin(req("tab.click", tabId="A", ref="s9e9"))
+    assert out["audit"]["method"] == "tab.click" and out["audit"]["tabId"] == "A"
+    bad = gw.begin(req("tabs.select"))
+    assert bad["audit"]["method"] == "tabs.select" and bad["audit"]["code"] == "INVALID_PARAMS"
+    assert gw.begin(b"nonsense")["audit"]["method"] is None  # nothing readable, nothing invented

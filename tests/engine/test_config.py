@@ -206,3 +206,17 @@ def test_a_usual_config_does_not_import_jsonschema() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "/targeting: 'visible' is not one of ['direct', 'selected'] (config)"
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "$ref": "http://127.0.0.1:9/s.json"},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}},
+])
+def test_extension_schema_with_unresolvable_ref_fails_at_create(schema: dict[str, Any]) -> None:
+    """Regression (adversarial review, 487190e): an extension ``inputSchema`` whose ``$ref`` cannot be
+    resolved passed ``Gateway(config)`` and failed at call time. Guards: it is refused at create, naming the
+    field."""
+    ext = {"name": "x", "method": "m", "description": "d", "mutates": False, "inputSchema": schema}
+    with pytest.raises(GatewayConfigError) as info:
+        Gateway({"nativeMethods": ["m"], "extensions": [ext]})
+    assert info.value.envelope["error"]["message"].startswith("/extensions/0/inputSchema: ")

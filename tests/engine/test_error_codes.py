@@ -291,3 +291,12 @@ def test_unknown_outcome_message_says_observe_first() -> None:
     out = response(gw.cancel({"transaction": step["transaction"], "reason": "timeout"}))
     assert out["error"]["code"] == "TIMEOUT" and out["mayHaveCompleted"] is True
     assert "observe the tab (tab.snapshot) before acting again" in out["error"]["message"]
+
+
+def test_internal_errors_keep_the_request_id() -> None:
+    """Regression (adversarial review, 487190e): an INTERNAL answer (a gateway bug while completing) lost the
+    request's id. Guards: the client can still match the answer to its request."""
+    gw = make()
+    gw._catalog.capabilities = None  # type: ignore[assignment]  # inject a bug
+    out = response(run(gw, req("capabilities", rid="abc")))
+    assert out["error"]["code"] == "INTERNAL" and out["id"] == "abc"

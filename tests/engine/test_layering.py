@@ -186,3 +186,53 @@ def test_every_dispatched_method_has_one_native_call_and_one_shaper() -> None:
     dispatched = set(schema.METHODS) - answered_by_the_gateway
     assert set(natives.BUILDERS) == dispatched
     assert set(results.SHAPERS) == dispatched
+
+
+def _subscripts(name: str, table: str) -> int:
+    """How many times engine module ``name`` looks something up in a module-level table named ``table``."""
+    tree = ast.parse(_source(name).read_text(encoding="utf-8"))
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript)
+        and (
+            (isinstance(node.value, ast.Attribute) and node.value.attr == table)
+            or (isinstance(node.value, ast.Name) and node.value.id == table)
+        )
+    )
+
+
+def test_native_calls_and_results_are_made_only_by_their_builder_and_shaper() -> None:
+    """One builder (``natives.BUILDERS``) and one shaper (``results.SHAPERS``) per dispatched method, and the
+    coordinator's one lookup of each is the only way a native call is made or a result shaped: no other
+    engine module looks them up (so no method grows a second, special-cased path)."""
+    lookups = {
+        table: {name: n for name in ENGINE_MODULES if (n := _subscripts(name, table))}
+        for table in ("BUILDERS", "SHAPERS")
+    }
+    assert lookups == {"BUILDERS": {"gateway": 1}, "SHAPERS": {"gateway": 1}}
+
+
+def test_the_coordinators_parts_sit_below_it() -> None:
+    """The jobs carved out of the coordinator (issue 26: reading host input, admission, the tab ledger, the
+    audit record, the steps, ref issuing) never import it or its frontends, and the pure ones (``inputs``,
+    ``audit``, ``steps``) hold no gateway state: they import no ref store, ledger, admission or transaction."""
+    for part in ("inputs", "admission", "ledger", "audit", "steps", "refs", "transaction", "results", "natives"):
+        assert not ({"gateway", "api", "mcp", INIT} & _frontend_edges(part)), part
+    for pure in ("inputs", "audit", "steps"):
+        assert not ({"refs", "ledger", "admission", "transaction"} & _frontend_edges(pure)), pure
+
+
+def test_every_state_change_goes_through_the_transaction_table() -> None:
+    """Every state and transition lives in ``transaction.py``: no other engine module assigns a
+    transaction's ``state``, and only the coordinator fires events (``Transaction.fire``)."""
+    for name in ENGINE_MODULES:
+        for node in ast.walk(ast.parse(_source(name).read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and target.attr == "state":
+                    assert name == "transaction", f"{name}.py:{node.lineno} assigns .state"
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "fire":
+                assert name in ("gateway", "transaction"), f"{name}.py:{node.lineno} fires an event"

@@ -1,10 +1,10 @@
-"""Liveness and truthful outcomes in the engine (CONTRACT.md §4 retryable rule, §5 bounded retirement,
-§7 cancellation; issue 11): overdue retirement through ``next``, undelivered responses, MCP
-``notifications/cancelled``, crashed tabs in ``tabs.list``."""
+"""Liveness in the engine (CONTRACT.md §5 bounded retirement, §7 cancellation; issue 11): a cancelled
+dispatch's callback is awaited at most ``timeoutMs`` + ``retirementGraceMs`` before ``next`` says it is
+overdue, and MCP ``notifications/cancelled`` cancels exactly the one in-flight call it names. Undelivered
+responses and crashed tabs are the ledger's (tests/engine/test_ledger.py, test_results.py)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -21,9 +21,11 @@ class Clock:
         return self.now
 
 
+
 def _snapshot(gw: Gateway, renderer: FakeRenderer, tab: str = "A") -> list[str]:
     env = response(run(gw, req("tab.snapshot", tabId=tab), renderer))
     return [e["ref"] for e in env["result"]["elements"]]
+
 
 
 def _click_dispatched(gw: Gateway, renderer: FakeRenderer, timeout_ms: int = 1000) -> dict[str, Any]:
@@ -31,6 +33,7 @@ def _click_dispatched(gw: Gateway, renderer: FakeRenderer, timeout_ms: int = 100
     step = admit(gw, gw.begin(req("tab.click", rid=7, tabId="A", ref=ref, timeoutMs=timeout_ms)))
     assert step["step"] == "dispatch"
     return step
+
 
 
 # ---------------------------------------------------------------------- overdue retirement (§5, v1.1)
@@ -59,6 +62,7 @@ def test_cancelled_dispatch_becomes_overdue_after_timeout_plus_default_grace() -
     assert gw.begin(req("tabs.list", rid=9))["step"] == "authorize"
 
 
+
 def test_retirement_grace_is_a_config_value_of_at_most_five_seconds() -> None:
     clock, renderer = Clock(), FakeRenderer()
     gw = make(clock=clock, retirementGraceMs=250)
@@ -76,6 +80,7 @@ def test_retirement_grace_is_a_config_value_of_at_most_five_seconds() -> None:
     make(retirementGraceMs=5000)
 
 
+
 def test_late_result_after_overdue_still_retires() -> None:
     clock, renderer = Clock(), FakeRenderer()
     gw = make(clock=clock)
@@ -87,65 +92,6 @@ def test_late_result_after_overdue_still_retires() -> None:
     assert gw.next() == {"step": "idle"}
 
 
-# ---------------------------------------------------------------------- undelivered responses (§4, v1.1)
-def test_an_undelivered_successful_click_makes_its_tab_reconcile_required() -> None:
-    renderer = FakeRenderer()
-    gw = make()
-    refs = _snapshot(gw, renderer)
-    done = run(gw, req("tab.click", tabId="A", ref=refs[0]), renderer)
-    assert response(done)["success"] is True
-    noted = gw.advance({"transaction": done["transaction"], "undelivered": True})
-    assert noted == {"step": "noted", "transaction": done["transaction"], "reconcileRequired": "A"}
-    refs = _snapshot(gw, renderer, "B")
-    refused = response(run(gw, req("tab.click", tabId="B", ref=refs[0]), renderer))
-    assert refused["success"] is True  # other tabs are unaffected
-    refs = _snapshot(gw, renderer)  # observing tab A clears the mark ...
-    assert response(run(gw, req("tab.click", tabId="A", ref=refs[0]), renderer))["success"] is True
-
-
-def test_undelivered_click_blocks_the_next_mutation_until_observed() -> None:
-    renderer = FakeRenderer()
-    gw = make()
-    refs = _snapshot(gw, renderer)
-    done = run(gw, req("tab.click", tabId="A", ref=refs[0]), renderer)
-    gw.advance({"transaction": done["transaction"], "undelivered": True})
-    nav = response(run(gw, req("tab.navigate", tabId="A", url="https://x.test/"), renderer))
-    assert nav["error"]["code"] == "RECONCILE_REQUIRED" and nav["mayHaveCompleted"] is False
-
-
-def test_undelivered_reads_refusals_and_unknown_ids_mark_nothing() -> None:
-    renderer = FakeRenderer()
-    gw = make()
-    snap = run(gw, req("tab.snapshot", tabId="A"), renderer)
-    refs = [e["ref"] for e in response(snap)["result"]["elements"]]
-    busy_free = run(gw, req("tab.click", tabId="A", ref="s999e1"), renderer)  # refused: unknown ref
-    for tid in (snap["transaction"], busy_free["transaction"], "t999", "nope"):
-        assert gw.advance({"transaction": tid, "undelivered": True})["reconcileRequired"] is None
-    assert response(run(gw, req("tab.click", tabId="A", ref=refs[0]), renderer))["success"] is True
-    for bad in ({"transaction": "t1", "undelivered": False}, {"transaction": "t1", "undelivered": True, "seq": 1},
-                {"transaction": 3, "undelivered": True}):
-        assert gw.advance(bad)["error"]["code"] == "INVALID_REQUEST"
-
-
-def test_undelivered_tabs_open_marks_the_new_tab_and_the_memory_is_bounded() -> None:
-    renderer = FakeRenderer()
-    gw = make()
-    opened = run(gw, req("tabs.open", url="https://x.test/"), renderer)
-    new_tab = response(opened)["result"]["tabId"]
-    assert gw.advance({"transaction": opened["transaction"], "undelivered": True})["reconcileRequired"] == new_tab
-    assert gw.advance({"transaction": opened["transaction"], "undelivered": True})["reconcileRequired"] is None
-    refused = response(run(gw, req("tab.navigate", tabId=new_tab, url="https://y.test/"), renderer))
-    assert refused["error"]["code"] == "RECONCILE_REQUIRED"
-
-
-def test_undelivered_through_json_text_like_the_c_abi() -> None:
-    renderer = FakeRenderer()
-    gw = make()
-    refs = _snapshot(gw, renderer)
-    done = run(gw, req("tab.click", tabId="A", ref=refs[0]), renderer)
-    text = json.dumps({"transaction": done["transaction"], "undelivered": True})
-    assert gw.advance(text)["reconcileRequired"] == "A"
-
 
 # ---------------------------------------------------------------------- MCP notifications/cancelled (§7)
 def _tools_call(rid: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -153,8 +99,10 @@ def _tools_call(rid: Any, method: str, params: dict[str, Any]) -> dict[str, Any]
             "params": {"name": "kelpie_browser_control", "arguments": {"method": method, "params": params}}}
 
 
+
 def _cancelled(rid: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid, "reason": "user"}}
+
 
 
 def test_notifications_cancelled_cancels_an_in_flight_mutation() -> None:
@@ -179,6 +127,7 @@ def test_notifications_cancelled_cancels_an_in_flight_mutation() -> None:
     assert reconcile["error"]["code"] == "RECONCILE_REQUIRED"
 
 
+
 def test_notifications_cancelled_of_a_read_is_refused_nothing_changed() -> None:
     gw = make()
     step = admit(gw, gw.begin_mcp(_tools_call(5, "tabs.list", {})))
@@ -187,6 +136,7 @@ def test_notifications_cancelled_of_a_read_is_refused_nothing_changed() -> None:
     assert env["error"]["code"] == "CANCELLED" and env["mayHaveCompleted"] is False
     assert env["error"]["retryable"] is True
     assert ok(gw, step, tabs=[])["step"] == "retired"
+
 
 
 def test_notifications_cancelled_matches_only_mcp_calls_with_the_same_id() -> None:
@@ -203,14 +153,3 @@ def test_notifications_cancelled_matches_only_mcp_calls_with_the_same_id() -> No
         {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}})
     assert gw.begin_mcp(_cancelled(5))["cancelled"]["transaction"] == mcp["transaction"]
     assert "cancelled" not in gw.begin_mcp(_cancelled(5))  # already cancelled: nothing more to do
-
-
-# ---------------------------------------------------------------------- crashed tabs (§5, v1.1)
-def test_tabs_list_reports_a_crashed_tab() -> None:
-    gw = make()
-    step = admit(gw, gw.begin(req("tabs.list")))
-    tabs = [{"tabId": "A", "generation": 2, "url": "about:blank", "title": "", "active": True, "crashed": True},
-            {"tabId": "B", "generation": 1, "url": "about:blank", "title": "", "active": False, "crashed": False}]
-    env = response(ok(gw, step, tabs=tabs))
-    assert env["result"]["tabs"][0]["crashed"] is True
-    assert "crashed" not in env["result"]["tabs"][1]

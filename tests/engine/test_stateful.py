@@ -31,6 +31,7 @@ from typing import Any
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from kelpie_gateway.gateway import GatewayCore
 
 from tests.depth import examples
 from tests.engine.kit import FakeRenderer, make, req
@@ -232,6 +233,13 @@ class TransactionRules(RuleBasedStateMachine):
     @invariant()
     def next_is_pure(self) -> None:
         assert self.gw.next() == self.gw.next()
+
+    @invariant()
+    def next_fast_path_answers_what_the_locked_path_answers(self) -> None:
+        """``next()`` answers a free direct lane without the lock (docs/engine.md, "Performance"); the
+        general path under the lock is the authority, in every state the machine reaches."""
+        general = self.gw._run(GatewayCore._next, None)
+        assert self.gw.next() == general and type(self.gw.next()) is type(general)
 
 
 TransactionRules.TestCase.settings = settings(max_examples=examples(120), stateful_step_count=40, deadline=None)

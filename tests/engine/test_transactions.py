@@ -1,4 +1,6 @@
-"""Transaction behaviour a host author relies on (CONTRACT.md §5, §6)."""
+"""The transaction protocol a host author relies on (engine/kelpie_gateway/gateway.py and the state table
+in transaction.py; CONTRACT.md §5, §6): steps, BUSY, next, cancel and retirement, selected targeting's
+inspection and tab switch, close."""
 
 from __future__ import annotations
 
@@ -29,33 +31,6 @@ def test_full_snapshot_then_click_flow(renderer: FakeRenderer) -> None:
     assert done["audit"]["outcome"] == "success" and done["audit"]["dispatches"] == 1
 
 
-def test_a_click_invalidates_its_tabs_refs_but_not_other_tabs(renderer: FakeRenderer) -> None:
-    gw = make()
-    a = response(run(gw, req("tab.snapshot", tabId="A"), renderer))["result"]["elements"]
-    b = response(run(gw, req("tab.snapshot", tabId="B"), renderer))["result"]["elements"]
-    assert response(run(gw, req("tab.click", tabId="A", ref=a[0]["ref"]), renderer))["success"]
-    assert response(gw.begin(req("tab.click", tabId="A", ref=a[1]["ref"])))["error"]["code"] == "REFS_INVALIDATED"
-    assert response(run(gw, req("tab.click", tabId="B", ref=b[0]["ref"]), renderer))["success"]
-
-
-def test_refs_are_unique_across_snapshots_and_tabs(renderer: FakeRenderer) -> None:
-    gw = make()
-    seen: set[str] = set()
-    for tab in ("A", "B", "A", "B"):
-        for e in response(run(gw, req("tab.snapshot", tabId=tab), renderer))["result"]["elements"]:
-            assert e["ref"] not in seen
-            seen.add(e["ref"])
-
-
-def test_invalidation_during_authorization_refuses_before_dispatch(renderer: FakeRenderer) -> None:
-    gw = make()
-    ref = response(run(gw, req("tab.snapshot", tabId="A"), renderer))["result"]["elements"][0]["ref"]
-    step = gw.begin(req("tab.click", tabId="A", ref=ref))
-    gw.invalidate_refs(None)  # e.g. the renderer process changed while the user was asked
-    out = admit(gw, step)
-    assert out["step"] == "complete" and out["response"]["error"]["code"] == "REFS_INVALIDATED"
-    assert out["response"]["mayHaveCompleted"] is False and out["audit"]["dispatches"] == 0
-
 
 def test_busy_does_not_touch_the_active_transaction() -> None:
     gw = make()
@@ -65,6 +40,7 @@ def test_busy_does_not_touch_the_active_transaction() -> None:
     assert response(busy)["error"] == {"code": "BUSY", "message": busy["response"]["error"]["message"], "retryable": True}
     assert gw.next() == before == step
     assert response(ok(gw, step, tabId="A", generation=2, url="https://x.test/"))["success"]
+
 
 
 def test_next_is_a_pure_reread_and_marks_overdue_dispatches() -> None:
@@ -79,6 +55,7 @@ def test_next_is_a_pure_reread_and_marks_overdue_dispatches() -> None:
     assert out["response"]["error"]["code"] == "TIMEOUT" and out["audit"]["elapsedMs"] == pytest.approx(600.0)
 
 
+
 def test_duplicated_and_late_results_never_advance_or_replay() -> None:
     gw = make()
     step = admit(gw, gw.begin(req("tab.navigate", tabId="A", url="https://x.test/")))
@@ -90,6 +67,7 @@ def test_duplicated_and_late_results_never_advance_or_replay() -> None:
     forged = gw.advance({**result, "transaction": "t999"})
     assert forged["error"]["code"] == "STALE_STEP"
     assert gw.next() == {"step": "idle"}
+
 
 
 def test_cancelled_mutation_is_unknown_and_lane_waits_for_retirement() -> None:
@@ -110,6 +88,7 @@ def test_cancelled_mutation_is_unknown_and_lane_waits_for_retirement() -> None:
     assert gw.begin(req("tabs.list", rid=3))["step"] == "authorize"
 
 
+
 def test_cancelled_read_is_refused_not_unknown_and_retire_message_frees_lane() -> None:
     gw = make()
     step = admit(gw, gw.begin(req("tab.screenshot", tabId="A")))
@@ -119,12 +98,14 @@ def test_cancelled_read_is_refused_not_unknown_and_retire_message_frees_lane() -
     assert gw.next() == {"step": "idle"}
 
 
+
 def test_cancel_during_authorize_completes_and_frees_lane() -> None:
     gw = make()
     step = gw.begin(req("tab.navigate", tabId="A", url="https://x.test/"))
     done = gw.cancel({"transaction": step["transaction"], "reason": "cancelled"})
     assert done["response"]["error"]["code"] == "CANCELLED" and done["response"]["mayHaveCompleted"] is False
     assert gw.begin(req("tabs.list"))["step"] == "authorize"
+
 
 
 def test_renderer_closed_cancel_does_not_wait_for_a_callback_that_cannot_come() -> None:
@@ -136,27 +117,6 @@ def test_renderer_closed_cancel_does_not_wait_for_a_callback_that_cannot_come() 
     gw.close()
 
 
-def test_failed_mutation_is_unknown_unless_the_result_says_otherwise() -> None:
-    gw = make()
-    step = admit(gw, gw.begin(req("tab.navigate", tabId="A", url="https://x.test/")))
-    out = response(gw.advance({"transaction": step["transaction"], "seq": step["seq"],
-                               "result": {"success": False, "error": {"code": "WEIRD", "message": "boom"}}}))
-    assert out["error"]["code"] == "RENDERER_FAILED" and out["mayHaveCompleted"] is True
-    assert "WEIRD" in out["error"]["message"]
-    # RECONCILE_REQUIRED until a fresh observation of tab A completes
-    assert response(gw.begin(req("tab.navigate", tabId="A", url="https://x.test/")))["error"]["code"] == (
-        "RECONCILE_REQUIRED")
-    renderer = FakeRenderer()
-    run(gw, req("tab.snapshot", tabId="A"), renderer)
-    assert response(run(gw, req("tab.navigate", tabId="A", url="https://x.test/"), renderer))["success"]
-
-
-def test_missing_required_field_in_mutation_result_is_unknown_outcome() -> None:
-    gw = make()
-    step = admit(gw, gw.begin(req("tabs.open", url="https://x.test/")))
-    out = response(ok(gw, step, tabId="T9"))  # no generation
-    assert out["error"]["code"] == "RENDERER_FAILED" and out["mayHaveCompleted"] is True
-
 
 def test_selected_targeting_reads_inspect_first_and_never_switch(renderer: FakeRenderer) -> None:
     gw = make(targeting="selected")
@@ -165,6 +125,7 @@ def test_selected_targeting_reads_inspect_first_and_never_switch(renderer: FakeR
     step = gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": renderer("", step)})
     assert step["method"] == "browser-control-evaluate" and step["params"]["tabId"] == "A"
     assert [c[0] for c in renderer.calls] == ["get-tabs"]
+
 
 
 def test_selected_targeting_write_switch_has_its_own_authorization(renderer: FakeRenderer) -> None:
@@ -193,16 +154,99 @@ def test_selected_targeting_write_switch_has_its_own_authorization(renderer: Fak
     assert ref["success"]
 
 
-def test_selected_read_of_another_tab_is_refused(renderer: FakeRenderer) -> None:
-    out = response(run(make(targeting="selected"), req("tab.screenshot", tabId="B"), renderer))
-    assert out["error"]["code"] == "TAB_NOT_SELECTED" and out["mayHaveCompleted"] is False
-    assert [c[0] for c in renderer.calls] == ["get-tabs"]
+
+def test_refusal_after_a_dispatched_switch_is_an_unknown_outcome() -> None:
+    """Regression (adversarial review, 487190e): a refusal after selected targeting's switch-tab had run (here
+    the click's refs invalidated meanwhile) claimed nothing happened. Guards: it is an unknown outcome."""
+    gw, r = make(targeting="selected"), FakeRenderer()
+    r.active = "A"
+    ref = None
+    r.active = "B"
+    ref = response(run(gw, req("tab.snapshot"), r))["result"]["elements"][0]["ref"]
+    r.active = "A"
+    step = admit(gw, gw.begin(req("tab.click", tabId="B", ref=ref)))  # inspect
+    step = gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": r("", step)})
+    switch = admit(gw, step)
+    assert switch["method"] == "switch-tab"
+    gw.invalidate_refs("B")
+    out = response(ok(gw, switch, tabId="B", generation=1))
+    assert out["error"]["code"] == "REFS_INVALIDATED" and out["mayHaveCompleted"] is True
+
+
+
+def _switched_then(gw: Gateway, r: FakeRenderer, method: str, **params: Any) -> dict[str, Any]:
+    """Selected targeting: ``method`` names tab B while A is selected; returns its main dispatch, issued
+    after the switch-tab ran (the renderer now shows B)."""
+    step = admit(gw, gw.begin(req(method, tabId="B", **params)))  # inspect
+    assert step["method"] == "get-tabs"
+    step = gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": r("", step)})
+    switch = admit(gw, step)
+    assert switch["method"] == "switch-tab"
+    main = gw.advance({"transaction": switch["transaction"], "seq": switch["seq"], "result": r("", switch)})
+    assert main["step"] == "dispatch" and r.active == "B"
+    return main
+
+
+
+@pytest.mark.parametrize("answer", [
+    # the native itself says it ran nothing (the reference host's TAB_NOT_FOUND, a page that never loaded)
+    {"success": False, "error": {"code": "TAB_NOT_FOUND", "message": "no tab"}, "mayHaveCompleted": False},
+    {"success": False, "error": {"code": "RENDERER_FAILED", "message": "x"}, "mayHaveCompleted": False},
+    # the generated script refused before any effect (CONTRACT.md §4, §9: NOT_ACTIONABLE, NODE_REPLACED)
+    {"success": True, "value": {"error": {"code": "NOT_ACTIONABLE", "message": "disabled"},
+                                "mayHaveCompleted": False}},
+])
+def test_a_not_run_answer_after_a_dispatched_switch_is_an_unknown_outcome(answer: dict[str, Any]) -> None:
+    """Review finding (stop 22): the main dispatch answered "not run" after the switch-tab had changed the
+    selection was reported mayHaveCompleted:false, which promises nothing but reads ran (§4); the refusal
+    path after a switch already said true. Both now agree, and the tab needs a reconcile like any unknown
+    outcome."""
+    gw, r = make(targeting="selected"), FakeRenderer()
+    r.active = "B"
+    ref = response(run(gw, req("tab.snapshot"), r))["result"]["elements"][0]["ref"]
+    r.active = "A"
+    main = _switched_then(gw, r, "tab.click", ref=ref)
+    out = response(gw.advance({"transaction": main["transaction"], "seq": main["seq"], "result": answer}))
+    assert out["success"] is False and out["mayHaveCompleted"] is True, out
+    assert out["error"]["retryable"] is False and "selection changed" in out["error"]["message"], out
+    if answer.get("error", {}).get("code") == "TAB_NOT_FOUND":
+        return  # B is gone (closed after the switch): nothing left to reconcile (test_closed_tabs.py)
+    assert response(gw.begin(req("tab.navigate", tabId="B", url="https://x.test/")))["error"]["code"] == (
+        "RECONCILE_REQUIRED")
+
+
+
+def test_a_not_run_answer_without_a_switch_stays_a_refusal() -> None:
+    """The same answers on the selected tab (no switch dispatched): nothing changed, mayHaveCompleted:false."""
+    gw, r = make(targeting="selected"), FakeRenderer()
+    ref = response(run(gw, req("tab.snapshot"), r))["result"]["elements"][0]["ref"]
+    step = admit(gw, gw.begin(req("tab.click", ref=ref)))
+    main = gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": r("", step)})
+    assert main["step"] == "dispatch" and main["method"] == "browser-control-evaluate"
+    out = response(gw.advance({"transaction": main["transaction"], "seq": main["seq"], "result": {
+        "success": False, "error": {"code": "TAB_NOT_FOUND", "message": "no tab"}, "mayHaveCompleted": False}}))
+    assert out["error"]["code"] == "TAB_NOT_FOUND" and out["mayHaveCompleted"] is False, out
+
+
+
+def test_a_switch_that_says_it_ran_nothing_stays_a_refusal() -> None:
+    """Guards the other side of the switch rule (stop 22's review, 5b0357e): a switch-tab that itself answers
+    "not run" changed no selection, so the transaction stays a refusal (``mayHaveCompleted:false``)."""
+    gw, r = make(targeting="selected"), FakeRenderer()
+    step = admit(gw, gw.begin(req("tab.navigate", tabId="B", url="https://x.test/")))
+    step = gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": r("", step)})
+    switch = admit(gw, step)
+    out = response(gw.advance({"transaction": switch["transaction"], "seq": switch["seq"], "result": {
+        "success": False, "error": {"code": "TAB_NOT_FOUND", "message": "gone"}, "mayHaveCompleted": False}}))
+    assert out["error"]["code"] == "TAB_NOT_FOUND" and out["mayHaveCompleted"] is False, out
+
 
 
 def test_no_authorize_step_when_not_required(renderer: FakeRenderer) -> None:
     gw = make(requireAuthorization=False)
     step = gw.begin(req("tabs.list"))
     assert step["step"] == "dispatch"
+
 
 
 def test_documentation_and_capabilities_answer_without_dispatch() -> None:
@@ -214,37 +258,6 @@ def test_documentation_and_capabilities_answer_without_dispatch() -> None:
     assert doc["format"] == "markdown" and "`tabs.list`" in doc["text"] and "tab.click" not in doc["text"]
 
 
-def test_projection_rules() -> None:
-    assert "tab.snapshot" not in make(fixedReader=False)._catalog.methods
-    no_actions = make(allowActions=False)._catalog.methods
-    assert "tab.click" not in no_actions and "tab.snapshot" in no_actions and "tabs.list" in no_actions
-    assert make(browserAvailable=False)._catalog.methods == ["documentation", "capabilities"]
-    assert "tabs.select" not in make(pinnedTab="A")._catalog.methods
-
-
-def _ext(name: str, method: str, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "method": method, "description": name, "mutates": False,
-            "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False},
-            **extra}
-
-
-def test_extensions_lanes_filters_and_argument_validation() -> None:
-    gw = make(nativeMethods=["get-tabs", "infer", "rec", "dlg"], extensions=[
-        _ext("infer", "infer", coordinator="dedicated"), _ext("rec", "rec"), _ext("dlg_ok", "dlg", recovery=True),
-        _ext("ghost", "not-there")], extensionFilter={"exclude": ["rec"]})
-    assert list(gw._catalog.extensions) == ["infer", "dlg_ok"]
-    bad = response(gw.begin(req("extension.call", name="infer", arguments={"n": "x"})))
-    assert bad["error"]["code"] == "INVALID_PARAMS" and "/params/arguments/n" in bad["error"]["message"]
-    assert response(gw.begin(req("extension.call", name="ghost")))["error"]["code"] == "EXTENSION_NOT_ADMITTED"
-    assert response(gw.begin(req("extension.call", name="rec")))["error"]["code"] == "EXTENSION_NOT_ADMITTED"
-    direct = gw.begin(req("tabs.list"))
-    dedicated = gw.begin(req("extension.call", name="infer", arguments={"n": 1}))
-    recovery = gw.begin(req("extension.call", name="dlg_ok"))
-    assert (direct["lane"], dedicated["lane"], recovery["lane"]) == ("direct", "dedicated:infer", "recovery")
-    d = admit(gw, dedicated)
-    assert d["method"] == "infer" and d["params"] == {"n": 1}
-    assert response(ok(gw, d, label="cat"))["result"] == {"label": "cat"}
-
 
 def test_close_refuses_only_while_a_callback_is_pending() -> None:
     gw = make()
@@ -255,6 +268,7 @@ def test_close_refuses_only_while_a_callback_is_pending() -> None:
     ok(gw, step, tabs=[])
     gw.close()
     assert response(gw.begin(req("tabs.list")))["error"]["message"] == "this gateway is closed"
+
 
 
 def test_transition_table_matches_a_transitions_machine() -> None:
@@ -283,10 +297,3 @@ def test_transition_table_matches_a_transitions_machine() -> None:
             except Exception:
                 got = None
             assert got == expected, (state, event)
-
-
-def test_gateway_accepts_json_text_and_bytes() -> None:
-    gw = Gateway('{"nativeMethods": ["get-tabs"]}')
-    step = gw.begin(b'{"version":1,"id":"x","method":"tabs.list","params":{}}')
-    step = gw.advance(f'{{"transaction":"{step["transaction"]}","seq":{step["seq"]},"result":{{"success":true}}}}')
-    assert step["step"] == "dispatch"

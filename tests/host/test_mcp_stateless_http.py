@@ -93,6 +93,21 @@ def transactions(host: Host, at_least: int = 0) -> int:
         time.sleep(0.05)
 
 
+def settled(host: Host) -> int:
+    """The ``tx`` line count once every earlier transaction's line is in: a handshake ping is sent and
+    the count is read after it grew past the ping and then stayed put for 0.3 s (the log is read by a
+    thread, so a line written just before this call can still be on its way)."""
+    before = transactions(host)
+    assert send(host, rpc("settle", "ping", meta=None), routing=False)[0] == 200
+    count = transactions(host, before + 1)
+    while True:
+        time.sleep(0.3)
+        again = transactions(host)
+        if again == count:
+            return count
+        count = again
+
+
 def nothing_ran_since(host: Host, before: int) -> bool:
     """A handshake ping is one transaction: once its line is in, every earlier line is too."""
     assert send(host, rpc("probe", "ping", meta=None), routing=False)[0] == 200
@@ -109,7 +124,7 @@ def refused(
 ) -> dict[str, Any]:
     """Send, expect 400 (404 for -32601) with a JSON-RPC error echoing the id and no session id; a refusal
     ``at_transport`` must not reach the gateway at all (no ``tx`` line in the host's log)."""
-    before = transactions(host)
+    before = settled(host) if at_transport else 0
     status, got, answer = send(host, body, headers, **kw)
     assert answer is not None and "error" in answer and "result" not in answer, (status, answer)
     expected = 404 if answer["error"]["code"] == -32601 else 400
@@ -140,7 +155,7 @@ def test_discover_and_tools_list_answer_statelessly(host: Host) -> None:
 
 
 def test_a_stateless_tool_call_is_the_handshake_result_plus_result_type(host: Host) -> None:
-    before = transactions(host)
+    before = settled(host)
     status, _, modern = send(host, rpc("m", "tools/call", CALL))
     status_legacy, _, legacy = send(host, rpc("m", "tools/call", CALL, meta=None), routing=False)
     assert status == status_legacy == 200

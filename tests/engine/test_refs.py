@@ -1,8 +1,10 @@
-"""Snapshot pages, scope, states and link urls in the engine (CONTRACT.md §3, §6, §9 v1.1), sans-I/O.
+"""Refs and snapshots (engine/kelpie_gateway/refs.py; CONTRACT.md §3, §6, §9 v1.1), sans-I/O: a ref
+belongs to its tab's latest snapshot until that tab is invalidated; refs are unique across snapshots and
+tabs; a snapshot may come in pages whose cursor continues the same snapshot.
 
-The renderer is scripted by hand: what matters here is what the gateway decides — the cursor it issues,
-what it refuses before dispatch, how the next page joins the same snapshot, and which renderer answers
-are malformed. Real DOM behaviour is tested in tests/browser/ (test_continuation.py, test_states.py).
+The renderer is scripted by hand: what matters here is what the gateway decides — the refs and cursor it
+issues, what it refuses before dispatch, how the next page joins the same snapshot, and which renderer
+answers are malformed. Real DOM behaviour is tested in tests/browser/ (test_continuation.py, test_states.py).
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.engine.kit import make, ok, req, response
+from tests.engine.kit import FakeRenderer, admit, make, ok, req, response, run
 
 H = "0123456789abcdef"
 
 
+
 def element(i: int, **extra: Any) -> dict[str, Any]:
     return {"handle": f"{H}-{i}", "tag": "button", "role": "button", "label": f"B{i}", **extra}
+
 
 
 def page(first: int, count: int, rest: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
@@ -29,8 +33,10 @@ def page(first: int, count: int, rest: dict[str, Any] | None = None, **fields: A
     return value
 
 
+
 def rest(text_at: int, element_at: int) -> dict[str, Any]:
     return {"snapshot": f"{H}-1", "textAt": text_at, "elementAt": element_at}
+
 
 
 def snap(gw: Any, value: dict[str, Any], tab: str = "A", generation: int | None = None, **params: Any) -> dict[str, Any]:
@@ -43,6 +49,7 @@ def snap(gw: Any, value: dict[str, Any], tab: str = "A", generation: int | None 
     return response(ok(gw, step, **fields))
 
 
+
 def refused_before_dispatch(gw: Any, request: dict[str, Any], code: str) -> dict[str, Any]:
     step = gw.begin(request)
     if step["step"] == "authorize":
@@ -52,6 +59,7 @@ def refused_before_dispatch(gw: Any, request: dict[str, Any], code: str) -> dict
     assert env["success"] is False and env["error"]["code"] == code and env["mayHaveCompleted"] is False, env
     assert step["audit"]["dispatches"] == 0
     return env
+
 
 
 def test_next_joins_the_same_snapshot_and_every_ref_stays_valid() -> None:
@@ -68,6 +76,7 @@ def test_next_joins_the_same_snapshot_and_every_ref_stays_valid() -> None:
     assert response(ok(gw, step, value={"clicked": True}))["result"] == {"clicked": True}
 
 
+
 def test_the_cursor_carries_the_renderers_position_back() -> None:
     gw = make()
     snap(gw, page(1, 1, rest(7, 1)))
@@ -75,6 +84,7 @@ def test_the_cursor_carries_the_renderers_position_back() -> None:
     literal = step["params"]["script"].rsplit("(", 1)[1]
     params = json.loads(literal.rstrip(")"))
     assert params["cursor"] == rest(7, 1) and params["maxChars"] == 50 and "scope" not in params
+
 
 
 def test_cursor_refusals_before_anything_is_dispatched() -> None:
@@ -93,11 +103,13 @@ def test_cursor_refusals_before_anything_is_dispatched() -> None:
     refused_before_dispatch(gw, req("tab.snapshot", tabId="A", cursor=newer["next"]), "STALE_SNAPSHOT")
 
 
+
 def test_a_new_document_generation_makes_the_cursor_stale() -> None:
     gw = make()
     one = snap(gw, page(1, 1, rest(1, 1)), generation=3)["result"]
     env = snap(gw, page(2, 1), generation=4, cursor=one["next"])  # the page was read from a new document
     assert env["error"]["code"] == "STALE_SNAPSHOT" and env["mayHaveCompleted"] is False
+
 
 
 def test_scope_sends_the_handle_and_is_a_new_snapshot() -> None:
@@ -109,6 +121,7 @@ def test_scope_sends_the_handle_and_is_a_new_snapshot() -> None:
     assert scoped["snapshot"] == "s2" and [e["ref"] for e in scoped["elements"]] == ["s2e1"]
     refused_before_dispatch(gw, req("tab.snapshot", tabId="A", scope="s1e2"), "STALE_SNAPSHOT")
     refused_before_dispatch(gw, req("tab.snapshot", tabId="A", scope="s2e9"), "UNKNOWN_REF")
+
 
 
 def test_states_and_urls_are_checked_and_bounded() -> None:
@@ -132,6 +145,7 @@ def test_states_and_urls_are_checked_and_bounded() -> None:
         assert env["error"]["code"] == "RENDERER_FAILED" and "states" in env["error"]["message"], bad
 
 
+
 def test_a_malformed_or_overrun_continuation_issues_no_cursor() -> None:
     gw = make()
     env = snap(gw, page(1, 1, {"snapshot": "x y", "textAt": 1, "elementAt": 1}))
@@ -141,3 +155,46 @@ def test_a_malformed_or_overrun_continuation_issues_no_cursor() -> None:
     # A renderer that overran the page bound: cut, truncated, and no cursor (it could not be exact).
     over = snap(gw, page(1, 3, rest(1, 3)), maxElements=2)["result"]
     assert len(over["elements"]) == 2 and over["truncated"] is True and "next" not in over
+
+
+
+def test_a_click_invalidates_its_tabs_refs_but_not_other_tabs(renderer: FakeRenderer) -> None:
+    gw = make()
+    a = response(run(gw, req("tab.snapshot", tabId="A"), renderer))["result"]["elements"]
+    b = response(run(gw, req("tab.snapshot", tabId="B"), renderer))["result"]["elements"]
+    assert response(run(gw, req("tab.click", tabId="A", ref=a[0]["ref"]), renderer))["success"]
+    assert response(gw.begin(req("tab.click", tabId="A", ref=a[1]["ref"])))["error"]["code"] == "REFS_INVALIDATED"
+    assert response(run(gw, req("tab.click", tabId="B", ref=b[0]["ref"]), renderer))["success"]
+
+
+
+def test_refs_are_unique_across_snapshots_and_tabs(renderer: FakeRenderer) -> None:
+    gw = make()
+    seen: set[str] = set()
+    for tab in ("A", "B", "A", "B"):
+        for e in response(run(gw, req("tab.snapshot", tabId=tab), renderer))["result"]["elements"]:
+            assert e["ref"] not in seen
+            seen.add(e["ref"])
+
+
+
+def test_a_navigation_cancelled_before_dispatch_leaves_the_refs_valid() -> None:
+    """Issue 19: the deep stateful run's counterexample. A tab.navigate cancelled while its authorize step
+    was pending changed nothing, so the tab's latest refs stay valid and a click with one is dispatched
+    (the old model wrongly expected REFS_INVALIDATED); a navigation that was dispatched invalidates them."""
+    gw, renderer = make(), FakeRenderer()
+    refs = [e["ref"] for e in response(run(gw, req("tab.snapshot", tabId="B"), renderer))["result"]["elements"]]
+    navigate = gw.begin(req("tab.navigate", tabId="B", url="https://x.test/"))
+    cancelled = response(gw.cancel({"transaction": navigate["transaction"], "reason": "timeout"}))
+    assert cancelled["error"]["code"] == "TIMEOUT" and cancelled["mayHaveCompleted"] is False
+    click = admit(gw, gw.begin(req("tab.click", tabId="B", ref=refs[0])))
+    assert click["step"] == "dispatch", click
+    assert response(gw.advance({"transaction": click["transaction"], "seq": click["seq"],
+                                "result": renderer("tab.click", click)}))["success"] is True
+    refs = [e["ref"] for e in response(run(gw, req("tab.snapshot", tabId="B"), renderer))["result"]["elements"]]
+    dispatched = admit(gw, gw.begin(req("tab.navigate", tabId="B", url="https://x.test/")))
+    assert dispatched["step"] == "dispatch"
+    gw.cancel({"transaction": dispatched["transaction"], "reason": "timeout"})
+    gw.advance({"transaction": dispatched["transaction"], "seq": dispatched["seq"], "result": {"success": True}})
+    stale = response(gw.begin(req("tab.click", tabId="B", ref=refs[0])))
+    assert stale["error"]["code"] in ("REFS_INVALIDATED", "RECONCILE_REQUIRED") and stale["mayHaveCompleted"] is False

@@ -1,17 +1,24 @@
-"""Tabs that are gone (CONTRACT.md §4 RECONCILE_REQUIRED, §5 v1.1 bounded retirement, §6 refs;
-docs/contract-notes.md "Closed tabs"): a host reports a tab it closed itself (``advance {"tabClosed"}``),
-and a renderer's ``TAB_NOT_FOUND`` settles a tab the host did not report. Afterwards every call naming the
-tab agrees: ``TAB_NOT_FOUND`` with ``mayHaveCompleted:false``, never ``RECONCILE_REQUIRED`` for one native
-and ``TAB_NOT_FOUND`` for another. The real faults are provoked in tests/host/test_gone_tabs.py."""
+"""The tab ledger (engine/kelpie_gateway/ledger.py): what the gateway knows about tabs beyond their refs —
+reconcile marks, closed tabs and recent mutations (CONTRACT.md §4 RECONCILE_REQUIRED, §5 v1.1, §6;
+docs/contract-notes.md "Closed tabs", "Crashed tabs").
+
+Gone tabs: a host reports a tab it closed itself (``advance {"tabClosed"}``), and a renderer's
+``TAB_NOT_FOUND`` settles a tab the host did not report. Afterwards every call naming the tab agrees:
+``TAB_NOT_FOUND`` with ``mayHaveCompleted:false``, never ``RECONCILE_REQUIRED`` for one native and
+``TAB_NOT_FOUND`` for another. The real faults are provoked in tests/host/test_gone_tabs.py.
+
+Undelivered responses: ``advance({"transaction","undelivered":true})`` marks the tab of a recent mutation
+whose answer the client never got; reads, refusals and unknown ids mark nothing."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kelpie_gateway import Gateway
 
 from tests.engine.kit import FakeRenderer, admit, make, req, response, run
-from tests.engine.test_snapshot_pages import page, rest, snap
+from tests.engine.test_refs import page, rest, snap
 
 
 class HostLikeRenderer(FakeRenderer):
@@ -26,9 +33,11 @@ class HostLikeRenderer(FakeRenderer):
         return super().__call__(kind, step)
 
 
+
 def _refs(gw: Gateway, renderer: FakeRenderer, tab: str = "A") -> list[str]:
     env = response(run(gw, req("tab.snapshot", tabId=tab), renderer))
     return [e["ref"] for e in env["result"]["elements"]]
+
 
 
 def _timed_out_navigate(gw: Gateway, tab: str = "A") -> dict[str, Any]:
@@ -40,9 +49,11 @@ def _timed_out_navigate(gw: Gateway, tab: str = "A") -> dict[str, Any]:
     return step
 
 
+
 def _refused(env: dict[str, Any], code: str) -> None:
     assert env["success"] is False and env["error"]["code"] == code, env
     assert env["mayHaveCompleted"] is False, env
+
 
 
 def test_a_tab_the_host_closed_at_retirement_is_not_found_for_every_native() -> None:
@@ -68,6 +79,7 @@ def test_a_tab_the_host_closed_at_retirement_is_not_found_for_every_native() -> 
     assert response(run(gw, req("tab.navigate", tabId="B", url="http://127.0.0.1/b"), renderer))["success"]
 
 
+
 def test_without_a_report_the_first_tab_not_found_settles_the_mark() -> None:
     """A host that does not report closes (the C, Kotlin, Swift hosts of older builds): the snapshot the
     RECONCILE_REQUIRED message asks for answers TAB_NOT_FOUND, and that observation settles the tab, so
@@ -81,6 +93,7 @@ def test_without_a_report_the_first_tab_not_found_settles_the_mark() -> None:
     _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "RECONCILE_REQUIRED")
     _refused(response(run(gw, req("tab.snapshot", tabId="A"), renderer)), "TAB_NOT_FOUND")
     _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "TAB_NOT_FOUND")
+
 
 
 def test_an_unknown_outcome_finishing_after_the_close_does_not_mark_the_gone_tab() -> None:
@@ -98,6 +111,7 @@ def test_an_unknown_outcome_finishing_after_the_close_does_not_mark_the_gone_tab
     assert env["error"]["code"] == "RENDERER_FAILED" and env["mayHaveCompleted"] is True
     assert gw.advance({"transaction": step["transaction"], "undelivered": True})["reconcileRequired"] is None
     _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "TAB_NOT_FOUND")
+
 
 
 def test_a_tab_reported_again_is_an_ordinary_tab() -> None:
@@ -119,6 +133,7 @@ def test_a_tab_reported_again_is_an_ordinary_tab() -> None:
     _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "RECONCILE_REQUIRED")
 
 
+
 def test_a_cursor_or_scope_of_a_closed_tab_is_not_found() -> None:
     gw = make()
     env = snap(gw, page(1, 1, rest(1, 1)))
@@ -126,6 +141,7 @@ def test_a_cursor_or_scope_of_a_closed_tab_is_not_found() -> None:
     gw.advance({"tabClosed": "A"})
     _refused(response(gw.begin(req("tab.snapshot", tabId="A", cursor=cursor))), "TAB_NOT_FOUND")
     _refused(response(gw.begin(req("tab.snapshot", tabId="A", scope=ref))), "TAB_NOT_FOUND")
+
 
 
 def test_malformed_tab_closed_reports_are_rejected_and_change_nothing() -> None:
@@ -140,6 +156,7 @@ def test_malformed_tab_closed_reports_are_rejected_and_change_nothing() -> None:
         assert answer["step"] == "rejected" and answer["error"]["code"] == "INVALID_REQUEST", (bad, answer)
     assert gw.advance('{"tabClosed": ["A"]}')["step"] == "rejected"
     _refused(response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer)), "RECONCILE_REQUIRED")
+
 
 
 def test_a_read_refused_because_the_renderer_crashed_settles_the_mark() -> None:
@@ -166,6 +183,7 @@ def test_a_read_refused_because_the_renderer_crashed_settles_the_mark() -> None:
     assert response(run(gw, req("tab.navigate", tabId="A", url="http://127.0.0.1/x"), renderer))["success"]
 
 
+
 def _stale_listing(gw: Gateway, renderer: FakeRenderer, request: dict[str, Any]) -> dict[str, Any]:
     """Dispatch ``request``'s get-tabs, let the browser answer it (listing A), then have the host report A
     closed before that answer is advanced: the answer reaches the gateway after the close it predates."""
@@ -176,6 +194,7 @@ def _stale_listing(gw: Gateway, renderer: FakeRenderer, request: dict[str, Any])
     renderer.tabs.pop("A")
     assert gw.advance({"tabClosed": "A"})["step"] == "noted"
     return gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": answer})
+
 
 
 def test_a_listing_taken_before_a_close_does_not_bring_the_tab_back() -> None:
@@ -198,6 +217,7 @@ def test_a_listing_taken_before_a_close_does_not_bring_the_tab_back() -> None:
     assert response(run(gw, req("tab.click", tabId="A", ref=_refs(gw, renderer)[0]), renderer))["success"]
 
 
+
 def test_a_stale_navigate_answer_does_not_bring_the_tab_back() -> None:
     """The same for any result naming the tab: a navigate the browser finished just before the tab closed."""
     renderer = HostLikeRenderer()
@@ -211,6 +231,7 @@ def test_a_stale_navigate_answer_does_not_bring_the_tab_back() -> None:
     _refused(response(run(gw, req("tab.click", tabId="A", ref=ref), renderer)), "TAB_NOT_FOUND")
 
 
+
 def test_a_selected_targeting_inspection_taken_before_a_close_does_not_bring_the_tab_back() -> None:
     """Selected targeting: the get-tabs inspection of a read still lists A (selected) although A closed
     before its answer came. The read is refused as before (B is not the selected tab), and A stays closed."""
@@ -221,3 +242,68 @@ def test_a_selected_targeting_inspection_taken_before_a_close_does_not_bring_the
     dispatched = len(renderer.calls)
     _refused(response(run(gw, req("tab.click", tabId="A", ref=ref), renderer)), "TAB_NOT_FOUND")
     assert len(renderer.calls) == dispatched
+
+
+
+# ---------------------------------------------------------------------- undelivered responses (§4, v1.1)
+def test_an_undelivered_successful_click_makes_its_tab_reconcile_required() -> None:
+    renderer = FakeRenderer()
+    gw = make()
+    refs = _refs(gw, renderer)
+    done = run(gw, req("tab.click", tabId="A", ref=refs[0]), renderer)
+    assert response(done)["success"] is True
+    noted = gw.advance({"transaction": done["transaction"], "undelivered": True})
+    assert noted == {"step": "noted", "transaction": done["transaction"], "reconcileRequired": "A"}
+    refs = _refs(gw, renderer, "B")
+    refused = response(run(gw, req("tab.click", tabId="B", ref=refs[0]), renderer))
+    assert refused["success"] is True  # other tabs are unaffected
+    refs = _refs(gw, renderer)  # observing tab A clears the mark ...
+    assert response(run(gw, req("tab.click", tabId="A", ref=refs[0]), renderer))["success"] is True
+
+
+
+def test_undelivered_click_blocks_the_next_mutation_until_observed() -> None:
+    renderer = FakeRenderer()
+    gw = make()
+    refs = _refs(gw, renderer)
+    done = run(gw, req("tab.click", tabId="A", ref=refs[0]), renderer)
+    gw.advance({"transaction": done["transaction"], "undelivered": True})
+    nav = response(run(gw, req("tab.navigate", tabId="A", url="https://x.test/"), renderer))
+    assert nav["error"]["code"] == "RECONCILE_REQUIRED" and nav["mayHaveCompleted"] is False
+
+
+
+def test_undelivered_reads_refusals_and_unknown_ids_mark_nothing() -> None:
+    renderer = FakeRenderer()
+    gw = make()
+    snap = run(gw, req("tab.snapshot", tabId="A"), renderer)
+    refs = [e["ref"] for e in response(snap)["result"]["elements"]]
+    busy_free = run(gw, req("tab.click", tabId="A", ref="s999e1"), renderer)  # refused: unknown ref
+    for tid in (snap["transaction"], busy_free["transaction"], "t999", "nope"):
+        assert gw.advance({"transaction": tid, "undelivered": True})["reconcileRequired"] is None
+    assert response(run(gw, req("tab.click", tabId="A", ref=refs[0]), renderer))["success"] is True
+    for bad in ({"transaction": "t1", "undelivered": False}, {"transaction": "t1", "undelivered": True, "seq": 1},
+                {"transaction": 3, "undelivered": True}):
+        assert gw.advance(bad)["error"]["code"] == "INVALID_REQUEST"
+
+
+
+def test_undelivered_tabs_open_marks_the_new_tab_and_the_memory_is_bounded() -> None:
+    renderer = FakeRenderer()
+    gw = make()
+    opened = run(gw, req("tabs.open", url="https://x.test/"), renderer)
+    new_tab = response(opened)["result"]["tabId"]
+    assert gw.advance({"transaction": opened["transaction"], "undelivered": True})["reconcileRequired"] == new_tab
+    assert gw.advance({"transaction": opened["transaction"], "undelivered": True})["reconcileRequired"] is None
+    refused = response(run(gw, req("tab.navigate", tabId=new_tab, url="https://y.test/"), renderer))
+    assert refused["error"]["code"] == "RECONCILE_REQUIRED"
+
+
+
+def test_undelivered_through_json_text_like_the_c_abi() -> None:
+    renderer = FakeRenderer()
+    gw = make()
+    refs = _refs(gw, renderer)
+    done = run(gw, req("tab.click", tabId="A", ref=refs[0]), renderer)
+    text = json.dumps({"transaction": done["transaction"], "undelivered": True})
+    assert gw.advance(text)["reconcileRequired"] == "A"

@@ -1,7 +1,8 @@
-"""The Python API's copies of pending steps (docs/engine.md, "Performance"): an ``authorize`` or ``dispatch``
-step handed to a Python caller is copied directly when its params are flat and through its JSON text
-otherwise. Either way it must equal the step's JSON (what the C ABI sends) and share nothing with what the
-gateway keeps: editing it, however deeply, changes neither ``next`` nor what is dispatched."""
+"""The steps handed to a host (engine/kelpie_gateway/steps.py; docs/engine.md, "Performance"): an
+``authorize`` or ``dispatch`` step handed to a Python caller is copied directly when its params are flat and
+through its JSON text otherwise. Either way it must equal the step's JSON (what the C ABI sends) and share
+nothing with what the gateway keeps: editing it, however deeply, changes neither ``next`` nor what is
+dispatched."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ from tests.depth import examples
 from tests.engine.kit import admit, make, req
 
 EXT = {"name": "fill", "method": "ext-fill", "description": "d", "mutates": False, "inputSchema": {"type": "object"}}
+
+
+
 KEYS = st.text(alphabet="abxyz", min_size=1, max_size=4)
+
+
+
 JSON = st.recursive(
     st.none()
     | st.booleans()
@@ -25,7 +32,11 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3),
     max_leaves=8,
 )
+
+
+
 IDS = st.none() | st.integers(-(2**63), 2**64 - 1) | st.text(max_size=5)
+
 
 
 def scramble(value: Any) -> None:
@@ -39,6 +50,7 @@ def scramble(value: Any) -> None:
         for v in value:
             scramble(v)
         value.append("edited")
+
 
 
 @settings(max_examples=examples(300), deadline=None)
@@ -62,6 +74,7 @@ def test_python_steps_equal_their_json_and_share_nothing(arguments: dict[str, An
     assert gw.next(tid) == orjson.loads(gw.call_json("next", tid))
 
 
+
 @settings(max_examples=examples(200), deadline=None)
 @given(tab=st.text(min_size=1, max_size=6), url_path=st.text(alphabet="abc/", max_size=8), rid=IDS)
 def test_flat_steps_with_a_target_are_copied_whole(tab: str, url_path: str, rid: Any) -> None:
@@ -76,3 +89,16 @@ def test_flat_steps_with_a_target_are_copied_whole(tab: str, url_path: str, rid:
     assert dispatch["params"]["url"] == f"https://ok.example/{url_path}"
     scramble(dispatch)
     assert gw.next(tid)["params"]["url"] == f"https://ok.example/{url_path}"
+
+
+
+def test_editing_a_returned_step_cannot_change_what_is_dispatched() -> None:
+    """Regression (adversarial review, 487190e): returned steps shared dicts with the gateway, so editing an
+    authorize step's request changed the URL that was then dispatched. Guards: steps are independent copies."""
+    gw = make()
+    step = gw.begin(req("tab.navigate", tabId="A", url="https://ok.example/"))
+    step["request"]["params"]["url"] = "javascript:alert(1)"
+    dispatch = admit(gw, step)
+    assert dispatch["params"]["url"] == "https://ok.example/"
+    dispatch["params"].pop("url")
+    assert gw.next()["params"]["url"] == "https://ok.example/"
