@@ -27,7 +27,8 @@ from kelpie_gateway.host.browser import ChromiumRenderer, find_chromium
 from kelpie_gateway.host.driver import Driver, GatewayLike
 from kelpie_gateway.host.files import Files, FilesError, FilesOptions, compose
 from kelpie_gateway.host.parts import PARTS, gateway_config
-from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, RedirectGuard, SitePolicy
+from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, SitePolicy
+from kelpie_gateway.host.policy_proxy import PolicyProxy
 from kelpie_gateway.host.renderer import NoRenderer, Renderer
 from kelpie_gateway.host.server import (
     HostServer,
@@ -128,6 +129,15 @@ class BrowserStack:
     :class:`StartError` when it could not start (None: the browser was started before returning)."""
     files: Files | None = None
     """The upload folders and the downloads folder (a temporary one is removed by :meth:`close`)."""
+    proxy: PolicyProxy | None = None
+    """The site policy's proxy, which every request of the browser goes through (a restrictive policy)."""
+
+    def describe_policy(self) -> str:
+        """The start-up line of the site policy: what is allowed and blocked, and how it is enforced."""
+        line = f"site policy {self.policy.describe()}"
+        if self.proxy is not None:
+            line += f"; every browser request goes through its proxy at {self.proxy.server}; WebRTC UDP off"
+        return line
 
     async def close(self) -> None:
         """Drain late renderer replies (bounded), stop the site server, close (or detach from) the browser
@@ -137,6 +147,8 @@ class BrowserStack:
             with contextlib.suppress(Exception):
                 await runner.cleanup()
         await self.renderer.close()
+        if self.proxy is not None:
+            await self.proxy.close()
         with contextlib.suppress(Exception):
             self.gateway.close()
         if self.files is not None:
@@ -257,6 +269,8 @@ async def start_stack(
     runners: list[web.AppRunner] = []
     renderer: Renderer = NoRenderer()
     ready: asyncio.Future[None] | None = None
+    proxy: PolicyProxy | None = None
+    policy.log = log
     try:
         site_runner = QuietAppRunner(site_app(site_root))
         await site_runner.setup()
@@ -264,13 +278,16 @@ async def start_stack(
         await web.TCPSite(site_runner, "127.0.0.1", 0).start()
         site_url = f"http://127.0.0.1:{_port(site_runner)}/index.html"
         policy.allow_origin_of(site_url)
-        guard = RedirectGuard(policy, log) if policy.restrictive else None
+        if browser and policy.restrictive:
+            proxy = PolicyProxy(policy, log)
+            await proxy.start()
         if browser:
             chromium = ChromiumRenderer(
                 executable=find_chromium(opts.browser_executable),
                 log=log,
                 parts=PARTS,
-                guard=guard,
+                proxy=proxy.server if proxy is not None else None,
+                policy=policy,
                 files=files,
                 viewport=None if opts.viewport is None else _viewport(opts.viewport),
                 headless=not opts.headed,
@@ -278,8 +295,8 @@ async def start_stack(
                 cdp_endpoint=opts.cdp_endpoint,
             )
             renderer = chromium
-            if guard is not None:
-                renderer = PolicyRenderer(chromium, guard)
+            if proxy is not None:
+                renderer = PolicyRenderer(chromium, policy, proxy.refused_since)
             if defer_browser:
                 ready = asyncio.ensure_future(_start_browser(chromium, site_url))
                 renderer = StartingRenderer(renderer, ready)
@@ -291,11 +308,15 @@ async def start_stack(
             with contextlib.suppress(Exception):
                 await runner.cleanup()
         await renderer.close()
+        if proxy is not None:
+            await proxy.close()
         files.close()
         raise StartError(f"{type(exc).__name__}: {_first_line(exc)}") from None
     authorize = compose(policy.authorize, files.authorize)
     driver = Driver(gateway, renderer, log, authorize=authorize, audit=audit, ready=ready)
-    return BrowserStack(site_root, site_url, renderer, gateway, driver, runners, policy, ready, files)
+    return BrowserStack(
+        site_root, site_url, renderer, gateway, driver, runners, policy, ready, files=files, proxy=proxy
+    )
 
 
 async def _start_browser(chromium: ChromiumRenderer, site_url: str) -> None:
@@ -374,7 +395,7 @@ async def serve(opts: ServeOptions) -> int:
         saved = f"saved in {opts.pairings_file}" if opts.pairings_file else "in memory only"
         log(f"pairings {saved} ({len(tokens)} active)")
         log(f"admin socket {sock_path} (kelpie-gateway pair approve CODE)")
-    log(f"site policy {stack.policy.describe()}")
+    log(stack.describe_policy())
     if stack.files is not None and opts.browser != "none":
         log(stack.files.describe())
     if audit is not None:

@@ -22,18 +22,19 @@ host rules 1.2 "Files".
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import re
 import shutil
 import tempfile
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 JsonObject = dict[str, Any]
-Authorizer = Callable[[Mapping[str, Any]], JsonObject]
+Authorizer = Callable[[Mapping[str, Any]], JsonObject | Awaitable[JsonObject]]
 
 DEFAULT_MAX_DOWNLOAD_MB = 100
 MAX_UPLOAD_FILES = 32
@@ -258,15 +259,32 @@ def _shown(path: str) -> str:
 
 
 def compose(*authorizers: Authorizer | None) -> Authorizer:
-    """One ``authorize`` decision from several (the site policy, the upload folders): the first refusal
-    wins, else admitted."""
+    """One ``authorize`` decision from several (the upload folders, the site policy): the first refusal
+    wins, else admitted. A decision may be an awaitable (the policy resolving a host name): the ones after
+    it then wait for it, so the order holds."""
     chosen = [a for a in authorizers if a is not None]
 
-    def authorize(step: Mapping[str, Any]) -> JsonObject:
-        for decide in chosen:
+    def authorize(step: Mapping[str, Any]) -> JsonObject | Awaitable[JsonObject]:
+        for i, decide in enumerate(chosen):
             verdict = decide(step)
+            if inspect.isawaitable(verdict):
+                return _rest(verdict, chosen[i + 1 :], step)
             if verdict.get("success") is not True:
                 return verdict
         return {"success": True}
 
     return authorize
+
+
+async def _rest(
+    first: Awaitable[JsonObject], rest: Sequence[Authorizer], step: Mapping[str, Any]
+) -> JsonObject:
+    verdict = await first
+    if verdict.get("success") is not True:
+        return verdict
+    for decide in rest:
+        answer = decide(step)
+        verdict = await answer if inspect.isawaitable(answer) else answer
+        if verdict.get("success") is not True:
+            return verdict
+    return {"success": True}

@@ -48,12 +48,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from playwright.async_api import CDPSession, Page
 from playwright.async_api import Download as PlaywrightDownload
 
-from kelpie_gateway import bundle_slot
+from kelpie_gateway import bundle_slot, redact_url
 from kelpie_gateway.host.browser.chromium import endpoint
 from kelpie_gateway.host.browser.common import Tab, quiet, short, state_of, timeout_ms
 from kelpie_gateway.host.browser.world import World
@@ -85,26 +85,23 @@ KEY_ACTIVATES = re.compile(r"(?:^|\+)(?:Enter|Space| )$")
 _TEXT_TYPES = ("application/json", "application/xml", "application/javascript", "image/svg+xml")
 
 
-def redact_url(url: str) -> str:
-    """``url`` for a result: http(s) with every query value replaced by ``…`` (names kept) and no user
-    info or fragment; ``data:``/``blob:``/other schemes as the scheme and, for ``blob:``, its origin.
-    (A local stand-in with the signature of the site policy's ``redact_url``, which replaces it.)"""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
+def download_url(url: str) -> str:
+    """``url`` as a result reports it: what :func:`kelpie_gateway.redact_url` leaves of an http(s) URL (no
+    user info, credential-named parameters ``REDACTED``); ``blob:`` as its origin, ``data:`` and other
+    schemes as the bare scheme (a ``data:`` URL is the file itself: never reported)."""
+    scheme, colon, rest = url.partition(":")
+    scheme = scheme.lower()
+    if not colon or not scheme.isascii() or not scheme.replace("+", "").replace("-", "").isalnum():
         return "?"
-    scheme = parts.scheme.lower()
+    if scheme in ("http", "https"):
+        return redact_url(url)
     if scheme == "blob":
-        inner = urlsplit(url[5:])
-        return f"blob:{inner.scheme}://{inner.netloc}" if inner.netloc else "blob:"
-    if scheme not in ("http", "https"):
-        return f"{scheme}:" if scheme else "?"
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    query = urlencode([(k, "…") for k, _ in parse_qsl(parts.query, keep_blank_values=True)])
-    return urlunsplit((scheme, netloc, parts.path, query, ""))
+        try:
+            inner = urlsplit(rest)
+        except ValueError:
+            return "blob:"
+        return f"blob:{inner.scheme}://{inner.netloc.rpartition('@')[2]}" if inner.netloc else "blob:"
+    return f"{scheme}:"
 
 
 def guess_mime(name: str) -> str:
@@ -143,7 +140,7 @@ class Download:
             "state": self.state,
             "mimeType": self.mime,
             "resource": self.resource,
-            "url": redact_url(self.url),
+            "url": download_url(self.url),
             "tabId": self.tab_id,
         }
         if self.bytes is not None:
@@ -254,8 +251,8 @@ class Downloads(Extension):
         state.begun += 1
         self._match(state, record=record)
         state.signal()
-        guard = self.renderer.guard
-        refusal = guard.policy.refusal(download.url) if guard is not None else None
+        policy = self.renderer.policy
+        refusal = policy.refusal(download.url) if policy is not None else None
         if refusal is not None:
             self._stop(record, "blocked", f"the site policy refuses its URL: {refusal}")
             return
