@@ -561,6 +561,8 @@ def element_box_script(key: str, handle: str) -> str:
     _check_key(key)
     _check_handle(handle)
     return _script("files", {"key": key, "handle": handle, "op": "box"})
+
+
 POINTER_EVENTS: Final = frozenset(
     {
         "pointerdown",

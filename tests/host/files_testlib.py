@@ -3,13 +3,15 @@ picture and print. It records every path requested, like ``host_testlib.Recordin
 
 Downloads: ``/att`` (``Content-Disposition: attachment; filename="report.csv"``), ``/plain.bin`` (linked
 with a ``download`` attribute), ``/big`` (2 MiB, attachment), ``/slow`` (attachment, 3 chunks 1 s apart),
-``/redirect?to=URL`` (302). Every body is :func:`body_of` its path, so a test knows each file's bytes.
+``/redirect?to=URL`` (302), ``/broken`` (attachment announcing 200,000 bytes, the connection closed after
+5,000: a download that fails). Every body is :func:`body_of` its path, so a test knows each file's bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.server
+import socket
 import threading
 import time
 import urllib.parse
@@ -45,6 +47,8 @@ UPLOAD_PAGE = """<!doctype html><title>Uploads</title>
 <label>Disabled input <input type=file id=off disabled></label>
 <input type=file id=hidden style="display:none" multiple>
 <button id=choose>Choose pictures</button>
+<input type=file id=single style="display:none">
+<button id=choose-one>Choose one picture</button>
 <button id=nothing>Does nothing</button>
 <pre id=log></pre>
 <script>
@@ -58,6 +62,7 @@ for (const id of ["one", "many", "clearing", "hidden"]) {
 }
 document.getElementById("clearing").addEventListener("change", (e) => { e.target.value = ""; });
 document.getElementById("choose").addEventListener("click", () => document.getElementById("hidden").click());
+document.getElementById("choose-one").addEventListener("click", () => document.getElementById("single").click());
 </script>"""
 
 DOWNLOAD_PAGE = """<!doctype html><title>Downloads</title>
@@ -69,6 +74,7 @@ DOWNLOAD_PAGE = """<!doctype html><title>Downloads</title>
 <p><a href="BLOCKED/att">Blocked origin file</a></p>
 <p><a href="/redirect?to=BLOCKED/att" download>Redirected to a blocked origin</a></p>
 <p><a href="/index.html?next">Ordinary link</a></p>
+<p><a href="/broken">Broken download</a></p>
 <script>
 document.getElementById("export").addEventListener("click", () => {
   const a = document.createElement("a");
@@ -94,12 +100,29 @@ TALL_PAGE = """<!doctype html><title>Tall</title>
 PRINT_PAGE = """<!doctype html><title>Kelpie print test</title>
 <h1>Kelpie prints this page</h1><p>The quick brown fox jumps over the lazy dog.</p>"""
 
+NOISE_PAGE = """<!doctype html><title>Noise</title>
+<style>body { margin: 0; } canvas { display: block; }</style>
+<canvas id=c width=1280 height=4000></canvas>
+<script>
+// random pixels: neither PNG nor Flate can compress them, so a full-page PNG is ~20 MB and a PDF ~15 MB
+const c = document.getElementById("c"), g = c.getContext("2d"), img = g.createImageData(1280, 4000);
+let x = 2463534242;
+for (let i = 0; i < img.data.length; i += 4) {
+  x ^= x << 13; x ^= x >>> 17; x ^= x << 5;
+  img.data[i] = x & 255; img.data[i + 1] = (x >>> 8) & 255; img.data[i + 2] = (x >>> 16) & 255;
+  img.data[i + 3] = 255;
+}
+g.putImageData(img, 0, 0);
+document.title = "Noise ready";
+</script>"""
+
 PAGES = {
     "/upload.html": UPLOAD_PAGE,
     "/downloads.html": DOWNLOAD_PAGE,
     "/shot.html": SHOT_PAGE,
     "/tall.html": TALL_PAGE,
     "/print.html": PRINT_PAGE,
+    "/noise.html": NOISE_PAGE,
     "/index.html": "<!doctype html><title>Index</title><h1>Index page</h1>",
 }
 
@@ -136,6 +159,17 @@ class FileSite:
                         self.wfile.write(data[i * third : (i + 1) * third if i < 2 else len(data)])
                         self.wfile.flush()
                         time.sleep(1.0)
+                elif parts.path == "/broken":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Disposition", 'attachment; filename="broken.bin"')
+                    self.send_header("Content-Length", "200000")
+                    self.end_headers()
+                    self.wfile.write(b"x" * 5000)
+                    self.wfile.flush()
+                    self.close_connection = True
+                    time.sleep(0.2)
+                    self.connection.shutdown(socket.SHUT_RDWR)
                 elif parts.path in ("/att", "/big"):
                     name = "report.csv" if parts.path == "/att" else "big.bin"
                     headers = {

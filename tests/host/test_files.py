@@ -265,7 +265,8 @@ def test_a_download_from_a_blocked_origin_is_never_requested_nor_kept(
         result = ok(host, "tab.click", {"tabId": tab, "ref": ref(host, tab, label)})
         assert result == {"clicked": True}, result  # stopped as it was requested: nothing to report
         host.process.wait_for_line(f"in tab {tab}: ", 10)
-        assert len([line for line in host.process.lines if "site policy: blocked" in line]) == stopped + 1
+        lines = [line for line in host.process.lines if "site policy: blocked" in line][stopped:]
+        assert lines and all(sites["blocked"].url.removeprefix("http://") in line for line in lines), lines
     assert sites["blocked"].hits == []
     assert set(os.listdir(folders["downloads"])) == before[0] and set(listed(host)) == before[1]
 
@@ -484,3 +485,73 @@ def test_stdio_serves_resources_from_a_private_folder_and_refuses_uploads_withou
     assert made["state"] == "complete" and made["sha256"] == sha256(BLOB_TEXT.encode())
     if "download" in seen["scripted"]:  # it began before the click answered: reported as well
         assert seen["scripted"]["download"]["id"] == made["id"]
+
+
+# ---------------------------------------------------------------- faults
+def test_a_chooser_for_one_file_given_several_is_refused_after_the_click(
+    host: Host, sites: dict[str, FileSite]
+) -> None:
+    """A button opening a single-file chooser: the click ran (the page heard it) but no file is set;
+    ``INVALID_PARAMS`` with ``mayHaveCompleted:true``."""
+    tab = open_tab(host, sites["site"].url + "/upload.html")
+    target = ref(host, tab, "Choose one picture")
+    refused(ext(host, "upload_file", tabId=tab, ref=target, paths=["a.txt", "b.txt"]), "INVALID_PARAMS", True)
+    assert not any(line.startswith("single change") for line in page_log(host, tab))
+
+
+def test_a_download_whose_connection_breaks_is_failed_and_not_kept(
+    host: Host, sites: dict[str, FileSite], folders: dict[str, Path]
+) -> None:
+    """The server announces 200,000 bytes and closes after 5,000: the click succeeds, reporting the
+    download ``failed`` (CDP calls it ``canceled``; the host knows it did not cancel it and that fewer bytes
+    came than announced); nothing is kept, listed failed, not readable."""
+    tab = open_tab(host, sites["site"].url + "/downloads.html")
+    before = set(os.listdir(folders["downloads"]))
+    download = ok(host, "tab.click", {"tabId": tab, "ref": ref(host, tab, "Broken download")})["download"]
+    assert download["state"] in ("failed", "in-progress"), download
+    for _ in range(100):
+        entry = listed(host)[download["id"]]
+        if entry["state"] != "in-progress":
+            break
+        time.sleep(0.1)
+    assert entry["state"] == "failed" and "sha256" not in entry, entry
+    assert re.fullmatch(r"the transfer broke off after \d+ of 200000 bytes", entry["reason"]), entry
+    assert set(os.listdir(folders["downloads"])) == before
+    refused(ext(host, "resources_read", uri=entry["resource"]), "INVALID_PARAMS", False)
+
+
+def test_a_kept_file_changed_or_removed_on_disk_is_not_served(
+    host: Host, sites: dict[str, FileSite], folders: dict[str, Path]
+) -> None:
+    """``resources_read`` checks the SHA-256 it reported: a file edited on disk is ``RENDERER_FAILED``
+    (never the new bytes), a removed one too; the listing still names both downloads."""
+    tab = open_tab(host, sites["site"].url + "/index.html")
+    edited = ok(host, "tab.navigate", {"tabId": tab, "url": sites["site"].url + "/att"})["download"]
+    removed = ok(host, "tab.navigate", {"tabId": tab, "url": sites["site"].url + "/att"})["download"]
+    assert edited["name"] != removed["name"]  # report.csv, then report (1).csv …
+    assert ext_ok(host, "resources_read", uri=edited["resource"])["contents"][0]["text"] == body_of("/att").decode()
+    (folders["downloads"] / edited["name"]).write_bytes(b"name,count\nmallory,9\n")
+    (folders["downloads"] / removed["name"]).unlink()
+    error = refused(ext(host, "resources_read", uri=edited["resource"]), "RENDERER_FAILED", False)
+    assert "changed on disk" in error["message"] and "mallory" not in error["message"]
+    error = refused(ext(host, "resources_read", uri=removed["resource"]), "RENDERER_FAILED", False)
+    assert "cannot be read" in error["message"]
+    assert {edited["id"], removed["id"]} <= set(listed(host))
+
+
+def test_an_incompressible_picture_is_taken_again_under_5_mib_and_its_pdf_over_the_cap_is_refused(
+    host: Host, sites: dict[str, FileSite], folders: dict[str, Path]
+) -> None:
+    """A 1280×4000 canvas of random pixels: a full-page PNG at maxDimension 8000 would be ~20 MB, so it is
+    taken again smaller until under 5 MiB (aspect ratio kept); its PDF is over the module host's 1 MiB
+    download cap: ``RESPONSE_TOO_LARGE``, nothing kept."""
+    tab = open_tab(host, sites["site"].url + "/noise.html")
+    assert ok(host, "tab.snapshot", {"tabId": tab})["title"] == "Noise ready"
+    result, _ = picture(host, tabId=tab, fullPage=True, maxDimension=8000)
+    assert result["scale"] < 1 and result["height"] < 4000, result
+    assert abs(result["width"] / result["height"] - 1280 / 4000) < 0.01
+    assert len(base64.b64decode(result["data"])) > 2 * 1024 * 1024  # shrunk to fit, not to a thumbnail
+    before = set(os.listdir(folders["downloads"]))
+    error = refused(ext(host, "pdf", tabId=tab), "RESPONSE_TOO_LARGE", False)
+    assert "--max-download-mb" in error["message"] or "cap" in error["message"], error
+    assert set(os.listdir(folders["downloads"])) == before

@@ -53,16 +53,16 @@ def test_each_extension_descriptor_is_declared_on_the_handler_that_serves_it() -
         "go_back",
         "go_forward",
         "wait_for_text",
+        "click",
+        "hover",
+        "drag",
+        "type_keys",
         "downloads_list",
         "resources_list",
         "resources_read",
         "upload_file",
         "screenshot",
         "pdf",
-        "click",
-        "hover",
-        "drag",
-        "type_keys",
     ]
     for part in PARTS:
         methods = dict(part.handlers)

@@ -14,7 +14,6 @@ from ..errors import JsonObject
 from ..gateway import GatewayCore
 from ..schema import MAX_EXTENSION_TOOL_NAMES, METHODS, params_json_schema
 from .protocol import INVALID_PARAMS, RpcError
-from .resources import READ_ENDPOINT, serving
 
 TOOL_BROWSER: Final = "kelpie_browser_control"
 TOOL_EXTENSIONS: Final = "kelpie_extensions"
@@ -177,7 +176,7 @@ def instructions(gw: GatewayCore) -> str:
     methods = set(gw.catalog.methods)
     parts = [
         f"This server controls a web browser through {TOOL_BROWSER} {{method, params}}; "
-        'method "documentation" returns the full reference of what this browser offers.'
+        'method "documentation" is its full reference.'
     ]
     if "tab.snapshot" in methods:
         parts.append(
@@ -196,19 +195,10 @@ def instructions(gw: GatewayCore) -> str:
         "not retry. Credentials in reported URLs read REDACTED."
     )
     if gw.catalog.extensions:
+        pictures = "screenshot" in gw.catalog.extensions and "tab.screenshot" in methods
         parts.append(
             f"Extensions: {TOOL_EXTENSIONS} lists them, {TOOL_EXTENSION_TOOLS} describes them, "
-            f"{TOOL_EXTENSION} calls one."
-        )
-    if "tab.screenshot" in methods and "screenshot" in gw.catalog.extensions:
-        parts.append(
-            "tab.screenshot takes the viewport as PNG; for one element (ref), the full page, JPEG or a "
-            "smaller picture use the screenshot extension."
-        )
-    if serving(gw, READ_ENDPOINT) is not None:
-        parts.append(
-            "Downloads and PDFs come back as download objects whose resource URI (kelpie://…) "
-            "resources/read returns."
+            f"{TOOL_EXTENSION} calls one" + ("; screenshot: element, full page, JPEG." if pictures else ".")
         )
         native = [n for n in NATIVE_INPUT if n in gw.catalog.extensions]
         if native:

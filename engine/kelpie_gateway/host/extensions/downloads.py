@@ -325,7 +325,7 @@ class Downloads(Extension):
             if record.state != "in-progress":
                 return
             if failure is not None:
-                record.state, record.reason = ("cancelled" if "cancel" in failure else "failed"), failure
+                record.state, record.reason = _failed(record, failure)
                 return
             if files is None:
                 record.state, record.reason = "failed", "this host keeps no downloads folder"
@@ -594,6 +594,18 @@ class Downloads(Extension):
         else:
             content["blob"] = base64.b64encode(data).decode("ascii")
         return {"success": True, "contents": [content]}
+
+
+def _failed(record: Download, failure: str) -> tuple[str, str]:
+    """The state and reason of a download the browser ended without the host asking: CDP says
+    ``canceled`` for a connection that broke off too (it has no "interrupted" state), so one that had
+    received fewer bytes than the server announced is ``failed``, saying how far it got."""
+    received, total = record.bytes or 0, record.total or 0
+    if "cancel" not in failure:
+        return "failed", failure
+    if total and received < total:
+        return "failed", f"the transfer broke off after {received} of {total} bytes"
+    return "cancelled", f"cancelled by the browser ({failure})"
 
 
 def _as_text(data: bytes, mime: str) -> str | None:
