@@ -4,6 +4,8 @@ start."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import stat
 import subprocess
 from pathlib import Path
@@ -67,6 +69,18 @@ def test_the_authorize_step_refuses_uploads_only(files: Files, tmp_path: Path) -
     assert compose(site, files.authorize)(step("upload_file", ["a.txt"]))["error"]["message"] == "site"  # type: ignore[index]
     assert compose(None, files.authorize)(step("upload_file", ["a.txt"])) == {"success": True}
 
+    # The site policy answers with an awaitable when it resolves a host name: the folders' decision waits.
+    async def resolving(_step: object) -> dict[str, object]:
+        await asyncio.sleep(0)
+        return {"success": True}
+
+    later = compose(resolving, files.authorize)
+    outside = later(step("upload_file", [str(tmp_path / "secret.txt")]))
+    assert inspect.isawaitable(outside)
+    assert asyncio.run(outside)["error"]["code"] == "NOT_AUTHORIZED"  # type: ignore[arg-type,index]
+    inside = later(step("upload_file", ["a.txt"]))
+    assert asyncio.run(inside) == {"success": True}  # type: ignore[arg-type]
+
 
 def test_downloads_are_claimed_under_safe_browser_like_names(files: Files) -> None:
     first = files.claim("report.csv")
@@ -91,6 +105,31 @@ def test_a_temporary_downloads_folder_is_private_and_removed(tmp_path: Path) -> 
     kept = Files.open(FilesOptions((), str(tmp_path / "new" / "dl")))
     kept.close()
     assert kept.downloads_dir.is_dir() and stat.S_IMODE(kept.downloads_dir.stat().st_mode) == 0o700
+
+
+def test_each_client_context_gets_a_private_downloads_folder_of_its_own(tmp_path: Path) -> None:
+    """``Files.for_context`` (for issue 31's per-client contexts): a 0700 subfolder per context label,
+    the same upload folders and cap; two contexts claiming one name never meet; a temporary host folder
+    takes every context's with it; a label that could name a path is refused."""
+    uploads = tmp_path / "up"
+    uploads.mkdir()
+    host = Files.open(FilesOptions((str(uploads),), None, 3))
+    try:
+        one, two = host.for_context("c1"), host.for_context("c2")
+        assert one.downloads_dir == host.downloads_dir / "c1" and not one.temporary
+        assert stat.S_IMODE(one.downloads_dir.stat().st_mode) == 0o700
+        assert one.upload_dirs == host.upload_dirs and one.max_download_bytes == 3 * 1024 * 1024
+        assert one.claim("r.csv") == host.downloads_dir / "c1" / "r.csv"
+        assert two.claim("r.csv") == host.downloads_dir / "c2" / "r.csv"  # not "r (1).csv": apart
+        one.close()  # a context's close leaves the files; the host's removes them
+        assert (host.downloads_dir / "c1" / "r.csv").exists()
+        assert host.for_context("c1").downloads_dir == one.downloads_dir  # a label seen again: same folder
+        for bad in ("..", "../c1", "a/b", "", ".hidden"):
+            with pytest.raises(FilesError):
+                host.for_context(bad)
+    finally:
+        host.close()
+    assert not host.downloads_dir.exists()
 
 
 @pytest.mark.parametrize(

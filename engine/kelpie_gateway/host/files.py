@@ -133,6 +133,24 @@ class Files:
             self._closed = True
             shutil.rmtree(self.downloads_dir, ignore_errors=True)
 
+    def for_context(self, label: str) -> Files:
+        """The folders of one client's browser context (``serve --isolation per-client``, issue 31):
+        the same upload folders, cap and settle time, and a downloads folder of its own,
+        ``<downloads folder>/<label>`` (made 0700), so one client's files never share a folder with
+        another's (each context's renderer keeps its own list, so neither lists nor reads the other's
+        files either). ``label`` is the context's (``c1``, ``c2`` …: letters, digits, ``-``, ``_``).
+        Closing the view removes nothing: the host's own :meth:`close` removes a temporary folder with
+        every context's in it; an operator's ``--downloads-dir`` keeps them. Raises :class:`FilesError`
+        for a bad label or a folder that cannot be made."""
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", label):
+            raise FilesError(f"context label {label!r}: letters, digits, '-' and '_' only")
+        folder = self.downloads_dir / label
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise FilesError(f"downloads folder of context {label}: {exc.strerror or exc}") from None
+        return Files(self.upload_dirs, folder, self.max_download_bytes, False, self.download_settle_s)
+
     # ----------------------------------------------------------------- uploads
     def allowed(self) -> str:
         """The allowed folders, for messages."""
