@@ -555,3 +555,23 @@ def test_an_incompressible_picture_is_taken_again_under_5_mib_and_its_pdf_over_t
     error = refused(ext(host, "pdf", tabId=tab), "RESPONSE_TOO_LARGE", False)
     assert "--max-download-mb" in error["message"] or "cap" in error["message"], error
     assert set(os.listdir(folders["downloads"])) == before
+
+
+def test_a_download_whose_tab_closes_midway_still_ends(
+    host: Host, sites: dict[str, FileSite], folders: dict[str, Path]
+) -> None:
+    """The tab that started a 3 s download is closed while it arrives: the download still completes
+    (Chromium's downloads belong to the browser, not the page) and is kept and listed, and the host goes
+    on serving."""
+    tab = open_tab(host, sites["site"].url + "/index.html")
+    started = ok(host, "tab.navigate", {"tabId": tab, "url": sites["site"].url + "/slow", "timeoutMs": 1500})
+    assert started["download"]["state"] == "in-progress", started
+    ok(host, "tabs.close", {"tabId": tab})
+    for _ in range(100):
+        entry = listed(host)[started["download"]["id"]]
+        if entry["state"] != "in-progress":
+            break
+        time.sleep(0.1)
+    assert entry["state"] == "complete" and entry["tabId"] == tab, entry
+    assert on_disk(folders, entry) == body_of("/slow")
+    assert ok(host, "tabs.open", {"url": sites["site"].url + "/att"})["download"]["state"] == "complete"
