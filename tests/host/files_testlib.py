@@ -116,6 +116,21 @@ g.putImageData(img, 0, 0);
 document.title = "Noise ready";
 </script>"""
 
+CHANGING_PAGE = """<!doctype html><title>Changing</title>
+<button id=v style="width:200px;height:80px">Vanishing box</button>
+<button id=c style="width:200px;height:80px">Collapsing box</button>
+<script>
+// another tab of this origin (TRIGGER_PAGE) changes this one without an action on this tab
+new BroadcastChannel("kelpie-files").onmessage = () => {
+  document.getElementById("v").remove();
+  document.getElementById("c").style.display = "none";
+  document.body.append("changed by the other tab");
+};
+</script>"""
+
+TRIGGER_PAGE = """<!doctype html><title>Trigger</title><p>changing the other tab</p>
+<script>new BroadcastChannel("kelpie-files").postMessage("change");</script>"""
+
 PAGES = {
     "/upload.html": UPLOAD_PAGE,
     "/downloads.html": DOWNLOAD_PAGE,
@@ -123,6 +138,8 @@ PAGES = {
     "/tall.html": TALL_PAGE,
     "/print.html": PRINT_PAGE,
     "/noise.html": NOISE_PAGE,
+    "/changing.html": CHANGING_PAGE,
+    "/trigger.html": TRIGGER_PAGE,
     "/index.html": "<!doctype html><title>Index</title><h1>Index page</h1>",
 }
 

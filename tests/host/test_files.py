@@ -575,3 +575,19 @@ def test_a_download_whose_tab_closes_midway_still_ends(
     assert entry["state"] == "complete" and entry["tabId"] == tab, entry
     assert on_disk(folders, entry) == body_of("/slow")
     assert ok(host, "tabs.open", {"url": sites["site"].url + "/att"})["download"]["state"] == "complete"
+
+
+def test_a_picture_of_an_element_gone_or_without_a_box_is_refused(host: Host, sites: dict[str, FileSite]) -> None:
+    """After the snapshot, another tab of the origin makes the page remove one button and hide the other
+    (no action on this tab, so its refs stay issued): a picture of the removed one is ``NODE_REPLACED``,
+    of the hidden one ``INVALID_PARAMS`` (no box to picture); neither may have done anything."""
+    tab = open_tab(host, sites["site"].url + "/changing.html")
+    gone, hidden = refs(host, tab, "Vanishing box", "Collapsing box")
+    picture(host, tabId=tab, ref=hidden)  # pictured while it has a box
+    other = open_tab(host, sites["site"].url + "/trigger.html")
+    # wait_for_text is read-only: the refs of the first tab's snapshot stay issued
+    assert ext_ok(host, "wait_for_text", tabId=tab, text="changed by the other tab")["found"] is True
+    refused(ext(host, "screenshot", tabId=tab, ref=gone), "NODE_REPLACED", False)
+    error = refused(ext(host, "screenshot", tabId=tab, ref=hidden), "INVALID_PARAMS", False)
+    assert "box" in error["message"], error
+    ok(host, "tabs.close", {"tabId": other})
