@@ -591,3 +591,15 @@ def test_a_picture_of_an_element_gone_or_without_a_box_is_refused(host: Host, si
     error = refused(ext(host, "screenshot", tabId=tab, ref=hidden), "INVALID_PARAMS", False)
     assert "box" in error["message"], error
     ok(host, "tabs.close", {"tabId": other})
+
+
+def test_a_native_click_that_downloads_reports_it_like_tab_click(
+    host: Host, sites: dict[str, FileSite], folders: dict[str, Path]
+) -> None:
+    """The native-input ``click`` (trusted CDP pointer events, issue 28) on an attachment link: the same
+    download object as ``tab.click``'s, the file kept with its SHA-256."""
+    tab = open_tab(host, sites["site"].url + "/downloads.html")
+    result = ext_ok(host, "click", tabId=tab, ref=ref(host, tab, "Attachment report"))
+    download = result["download"]
+    assert download["state"] == "complete" and download["tabId"] == tab, result
+    assert on_disk(folders, download) == body_of("/att")

@@ -372,10 +372,12 @@ class Downloads(Extension):
 
     # ----------------------------------------------------------------- actions that may download
     def _watched(self, method: str, params: Mapping[str, Any]) -> str | None:
-        """How a call is watched: ``"navigation"`` (navigate, new-tab), ``"activation"`` (a click script, an
-        activating key press), or None."""
+        """How a call is watched: ``"navigation"`` (navigate, new-tab), ``"activation"`` (a click script, the
+        native-input ``click``, an activating key press), or None."""
         if method in ("navigate", "new-tab"):
             return "navigation"
+        if method == "native-click":  # the native-input click (extensions/pointer.py): a hand's press
+            return "activation"
         if method == "press-key":
             key = params.get("key")
             return "activation" if isinstance(key, str) and KEY_ACTIVATES.search(key) else None
