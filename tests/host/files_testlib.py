@@ -131,6 +131,17 @@ new BroadcastChannel("kelpie-files").onmessage = () => {
 TRIGGER_PAGE = """<!doctype html><title>Trigger</title><p>changing the other tab</p>
 <script>new BroadcastChannel("kelpie-files").postMessage("change");</script>"""
 
+FLOOD_PAGE = """<!doctype html><title>Flood</title><p>downloads without end</p>
+<script>
+// a hostile page: 40 blob downloads from a script, no user gesture
+for (let i = 0; i < 40; i++) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob(["flood " + i], { type: "text/plain" }));
+  a.download = "flood-" + i + ".txt";
+  a.click();
+}
+</script>"""
+
 PAGES = {
     "/upload.html": UPLOAD_PAGE,
     "/downloads.html": DOWNLOAD_PAGE,
@@ -139,6 +150,7 @@ PAGES = {
     "/print.html": PRINT_PAGE,
     "/noise.html": NOISE_PAGE,
     "/changing.html": CHANGING_PAGE,
+    "/flood.html": FLOOD_PAGE,
     "/trigger.html": TRIGGER_PAGE,
     "/index.html": "<!doctype html><title>Index</title><h1>Index page</h1>",
 }

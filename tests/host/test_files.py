@@ -603,3 +603,32 @@ def test_a_native_click_that_downloads_reports_it_like_tab_click(
     download = result["download"]
     assert download["state"] == "complete" and download["tabId"] == tab, result
     assert on_disk(folders, download) == body_of("/att")
+
+
+def test_a_page_that_downloads_without_end_is_bounded_by_max_downloads(
+    sites: dict[str, FileSite], tmp_path: Path
+) -> None:
+    """A hostile page starts 40 blob downloads from a script on every load. Chromium lets 10 of them
+    through per document; reloads would bring 10 more each, so the host keeps at most ``--max-downloads``
+    (here 12) and cancels the rest saying why; nothing cancelled reaches the disk; the host goes on."""
+    folder = tmp_path / "dl"
+    process = start_host(["--approve-pairing", "auto", "--downloads-dir", str(folder), "--max-downloads", "12"], "python")
+    try:
+        host = Host(process, process.pair("kelpie-flood"), "python")
+        tab = open_tab(host, sites["site"].url + "/flood.html")
+        for n in range(3):
+            if n:
+                ok(host, "tab.navigate", {"tabId": tab, "url": sites["site"].url + f"/flood.html?{n}"})
+            for _ in range(100):
+                entries = list(listed(host).values())
+                if len(entries) >= 10 * (n + 1) and all(d["state"] != "in-progress" for d in entries):
+                    break
+                time.sleep(0.1)
+        states = [d["state"] for d in entries]
+        assert states.count("complete") == 12, states
+        cancelled = [d for d in entries if d["state"] == "cancelled"]
+        assert cancelled and all("at most 12 downloads" in d["reason"] for d in cancelled), cancelled
+        assert len(os.listdir(folder)) == 12
+        assert ok(host, "tab.snapshot", {"tabId": tab})["title"] == "Flood"
+    finally:
+        process.stop()

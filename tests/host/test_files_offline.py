@@ -138,6 +138,7 @@ def test_each_client_context_gets_a_private_downloads_folder_of_its_own(tmp_path
         (["--upload-dir", "/nonexistent/kelpie"], "--upload-dir /nonexistent/kelpie: not a folder"),
         (["--max-download-mb", "0"], "--max-download-mb 0: must be 1..100000"),
         (["--download-settle-ms", "20000"], "--download-settle-ms 20000: must be 0..10000"),
+        (["--max-downloads", "0"], "--max-downloads 0: must be 1..1000000"),
         (["--downloads-dir", "/proc/kelpie"], "--downloads-dir /proc/kelpie"),
     ],
 )
@@ -148,6 +149,7 @@ def test_file_flags_the_host_cannot_honour_stop_it_at_start(flags: list[str], me
             flags[1] if flags[0] == "--downloads-dir" else None,
             int(flags[1]) if flags[0] == "--max-download-mb" else 100,
             int(flags[1]) if flags[0] == "--download-settle-ms" else 0,
+            int(flags[1]) if flags[0] == "--max-downloads" else 1000,
         ))  # fmt: skip
     done = subprocess.run(
         [str(KELPIE), "serve", "--port", "0", "--browser", "none", "--pairings", "memory", *flags],

@@ -37,7 +37,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from kelpie_gateway.host.files import DEFAULT_MAX_DOWNLOAD_MB, FilesOptions
+from kelpie_gateway.host.files import DEFAULT_MAX_DOWNLOAD_MB, DEFAULT_MAX_DOWNLOADS, FilesOptions
 
 DEFAULT_PORT = 7788
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
@@ -321,7 +321,11 @@ def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
         "extensions_exclude": _globs(args.extensions_exclude) or [],
         "viewport": args.viewport,
         "files": FilesOptions(
-            tuple(args.upload_dir), args.downloads_dir, args.max_download_mb, args.download_settle_ms
+            tuple(args.upload_dir),
+            args.downloads_dir,
+            args.max_download_mb,
+            args.download_settle_ms,
+            args.max_downloads,
         ),
         **_transport_options(args),
     }
@@ -546,6 +550,14 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
         metavar="N",
         default=DEFAULT_MAX_DOWNLOAD_MB,
         help=f"cancel a download past N MiB (default {DEFAULT_MAX_DOWNLOAD_MB})",
+    )
+    cmd.add_argument(
+        "--max-downloads",
+        type=int,
+        metavar="N",
+        default=DEFAULT_MAX_DOWNLOADS,
+        help=f"keep at most N downloads while the host runs; later ones are cancelled and said so "
+        f"(default {DEFAULT_MAX_DOWNLOADS}: a page reloading itself starts 10 more each time)",
     )
     cmd.add_argument(
         "--download-settle-ms",

@@ -37,6 +37,8 @@ JsonObject = dict[str, Any]
 Authorizer = Callable[[Mapping[str, Any]], JsonObject | Awaitable[JsonObject]]
 
 DEFAULT_MAX_DOWNLOAD_MB = 100
+DEFAULT_MAX_DOWNLOADS = 1000
+"""``--max-downloads``: downloads one renderer (the host, or one client context) keeps while it runs."""
 MAX_UPLOAD_FILES = 32
 """At most this many paths in one ``upload_file`` call."""
 MAX_NAME_CHARS = 200
@@ -62,12 +64,15 @@ class UploadRefused(Exception):
 class FilesOptions:
     """The command line's file flags: ``--upload-dir`` (repeatable), ``--downloads-dir``,
     ``--max-download-mb`` (1..100000; default 100), ``--download-settle-ms`` (0..10000; default 0: how long
-    an ordinary click waits for a download a page's script may start, ``extensions/downloads.py``)."""
+    an ordinary click waits for a download a page's script may start, ``extensions/downloads.py``),
+    ``--max-downloads`` (1..1000000; default 1000: how many downloads are kept in a run; later ones are
+    cancelled — a page that starts downloads and reloads itself would otherwise fill the disk)."""
 
     upload_dirs: tuple[str, ...] = ()
     downloads_dir: str | None = None
     max_download_mb: int = DEFAULT_MAX_DOWNLOAD_MB
     download_settle_ms: int = 0
+    max_downloads: int = DEFAULT_MAX_DOWNLOADS
 
 
 @dataclass
@@ -80,6 +85,7 @@ class Files:
     max_download_bytes: int
     temporary: bool = False
     download_settle_s: float = 0.0
+    max_downloads: int = DEFAULT_MAX_DOWNLOADS
     _closed: bool = field(default=False, repr=False)
 
     @classmethod
@@ -97,6 +103,8 @@ class Files:
             raise FilesError(f"--max-download-mb {opts.max_download_mb}: must be 1..100000")
         if not 0 <= opts.download_settle_ms <= 10_000:
             raise FilesError(f"--download-settle-ms {opts.download_settle_ms}: must be 0..10000")
+        if not 1 <= opts.max_downloads <= 1_000_000:
+            raise FilesError(f"--max-downloads {opts.max_downloads}: must be 1..1000000")
         temporary = opts.downloads_dir is None
         if opts.downloads_dir is None:
             downloads = Path(tempfile.mkdtemp(prefix="kelpie-downloads-"))
@@ -114,6 +122,7 @@ class Files:
             opts.max_download_mb * 1024 * 1024,
             temporary,
             opts.download_settle_ms / 1000,
+            opts.max_downloads,
         )
 
     def describe(self) -> str:
@@ -149,7 +158,14 @@ class Files:
             folder.mkdir(mode=0o700, exist_ok=True)
         except OSError as exc:
             raise FilesError(f"downloads folder of context {label}: {exc.strerror or exc}") from None
-        return Files(self.upload_dirs, folder, self.max_download_bytes, False, self.download_settle_s)
+        return Files(
+            self.upload_dirs,
+            folder,
+            self.max_download_bytes,
+            False,
+            self.download_settle_s,
+            self.max_downloads,
+        )
 
     # ----------------------------------------------------------------- uploads
     def allowed(self) -> str:

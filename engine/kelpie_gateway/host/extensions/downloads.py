@@ -196,6 +196,8 @@ class Downloads(Extension):
         super().__init__(renderer)
         self.items: dict[str, Download] = {}
         self._next = 1
+        self._admitted = 0
+        """Downloads begun and not refused: at most ``files.max_downloads`` (``--max-downloads``)."""
         self._click_slot = f'"{bundle_slot("click")}"'
 
     @property
@@ -256,6 +258,15 @@ class Downloads(Extension):
         if refusal is not None:
             self._stop(record, "blocked", f"the site policy refuses its URL: {refusal}")
             return
+        files = self.files
+        if files is not None and self._admitted >= files.max_downloads:
+            self._stop(
+                record,
+                "cancelled",
+                f"the host keeps at most {files.max_downloads} downloads while it runs (--max-downloads)",
+            )
+            return
+        self._admitted += 1
         self.renderer.spawn(self._finish(record))
 
     def _new(self, tab_id: str | None, url: str, suggested: str) -> Download:
