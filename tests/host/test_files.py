@@ -632,3 +632,30 @@ def test_a_page_that_downloads_without_end_is_bounded_by_max_downloads(
         assert ok(host, "tab.snapshot", {"tabId": tab})["title"] == "Flood"
     finally:
         process.stop()
+
+
+def test_per_client_contexts_keep_their_downloads_apart(sites: dict[str, FileSite], tmp_path: Path) -> None:
+    """``serve --isolation per-client`` (issue 31): each client's downloads land in a 0700 folder of its
+    own under ``--downloads-dir``, and each lists and reads only its own — the other's id is unknown."""
+    folder = tmp_path / "dl"
+    process = start_host(["--approve-pairing", "auto", "--downloads-dir", str(folder), "--isolation", "per-client"], "python")
+    try:
+        alice = Host(process, process.pair("alice"), "python")
+        bob = Host(process, process.pair("bob"), "python")
+        att = sites["site"].url + "/att"
+        first = ok(alice, "tabs.open", {"url": att})["download"]
+        second = ok(alice, "tabs.open", {"url": att})["download"]
+        own = ok(bob, "tabs.open", {"url": att})["download"]
+        assert {first["state"], second["state"], own["state"]} == {"complete"}
+        homes = sorted(p for p in folder.iterdir() if p.is_dir())
+        assert len(homes) == 2 and all(stat.S_IMODE(p.stat().st_mode) == 0o700 for p in homes), homes
+        [alice_home] = [h for h in homes if len(os.listdir(h)) == 2]
+        [bob_home] = [h for h in homes if len(os.listdir(h)) == 1]
+        assert sorted(os.listdir(alice_home)) == sorted([first["name"], second["name"]])
+        assert os.listdir(bob_home) == [own["name"]]
+        assert [r["uri"] for r in ext_ok(bob, "resources_list")["resources"]] == [own["resource"]]
+        assert len(ext_ok(alice, "resources_list")["resources"]) == 2
+        refused(ext(bob, "resources_read", uri=second["resource"]), "INVALID_PARAMS", False)
+        assert ext_ok(bob, "resources_read", uri=own["resource"])["contents"][0]["text"] == body_of("/att").decode()
+    finally:
+        process.stop()
