@@ -78,6 +78,8 @@ class BrowserOptions:
     read_only: bool = False
     extensions_include: list[str] | None = None
     extensions_exclude: list[str] = field(default_factory=list)
+    tools: str = "compact"
+    """``--tools``: the gateway config's ``mcpTools`` (``compact`` or ``full``)."""
     viewport: tuple[int, int] | None = None
     files: FilesOptions = field(default_factory=FilesOptions)
     """``--upload-dir``, ``--downloads-dir``, ``--max-download-mb``, ``--max-downloads`` (``host/files.py``)."""
@@ -244,6 +246,8 @@ def _settings(
         exclude=opts.extensions_exclude,
         upload_dirs=[str(d) for d in files.upload_dirs] if files is not None else (),
     )
+    if opts.tools != "compact":
+        config["mcpTools"] = opts.tools
     chosen: dict[str, Any] = {}
     if opts.config_file is not None:
         source = f"--config {opts.config_file}"
