@@ -24,6 +24,8 @@ from .reader import (
     WORLD_NAME,
     bundle_missing,
     bundle_slot,
+    click_script,
+    element_box_script,
     element_node_script,
     element_script,
     fill_script,
@@ -41,6 +43,8 @@ from .reader import (
     script_parameters,
     scroll_script,
     storage_script,
+    upload_files_script,
+    upload_target_script,
 )
 from .schema import NATIVE_ENDPOINTS
 from .urls import (
@@ -69,7 +73,9 @@ __all__ = [
     "__version__",
     "bundle_missing",
     "bundle_slot",
+    "click_script",
     "dumps",
+    "element_box_script",
     "element_node_script",
     "element_script",
     "fill_script",
@@ -92,6 +98,8 @@ __all__ = [
     "script_parameters",
     "scroll_script",
     "storage_script",
+    "upload_files_script",
+    "upload_target_script",
 ]
 """``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
 gets every core method advertised). ``dumps(value) -> bytes``: compact UTF-8 JSON, lone surrogates
@@ -99,9 +107,11 @@ repaired (the engine's own serialiser, e.g. for a host that passes results to th
 ``MCP_PROTOCOL_VERSIONS``: the MCP handshake revisions ``begin_mcp`` speaks, oldest first (CONTRACT.md §7),
 e.g. for a host's ``MCP-Protocol-Version`` header check. ``MCP_STATELESS_VERSIONS``: the stateless revisions
 (``2026-07-28``) it speaks besides, decided per request by ``params._meta`` (docs/mcp.md).
-``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script`` and ``WORLD_NAME``: generated
-reader scripts for a host's own extensions — the first three act on the captured node the gateway hands a
-ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the ``WORLD_NAME`` world.
+``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script``, ``click_script``,
+``upload_target_script``, ``upload_files_script``, ``element_box_script`` and ``WORLD_NAME``: generated
+reader scripts for a host's own extensions — all but ``find_text_script`` act on the captured node the
+gateway hands a ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the
+``WORLD_NAME`` world.
 ``pointer_aim_script`` / ``pointer_report_script``: the same for native input (trusted CDP pointer and key
 events a host sends itself): before any event, one run checks the captured node (live, enabled, in view,
 a non-empty box that is not moving, and the hit test at the point) and answers the point in top-level

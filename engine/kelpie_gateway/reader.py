@@ -56,6 +56,7 @@ __all__ = [
     "bundle_slot",
     "click_script",
     "collect_browser_selector_snapshot_expression",
+    "element_box_script",
     "element_node_script",
     "element_script",
     "fill_script",
@@ -78,6 +79,8 @@ __all__ = [
     "sources_digest",
     "storage_script",
     "type_script",
+    "upload_files_script",
+    "upload_target_script",
     "write_bundles",
 ]
 
@@ -105,6 +108,7 @@ BUNDLES: Final[Mapping[str, str]] = {
     "links": "links.js",
     "element": "element.js",
     "storage": "storage.js",
+    "files": "files.js",
     "pointer": "pointer.js",
 }
 DIGEST_MARK: Final = "// kelpie-reader-sources-sha256: "
@@ -570,7 +574,9 @@ def click_script(key: str, handle: str) -> str:
 
     On an ``<option>`` of a native select the click chooses it as a user does (single select: that
     option; ``multiple``: toggles it; ``input`` then ``change`` on the select when the selection changed).
-    Value: ``{clicked:true}``, or ``{error:{code:"NODE_REPLACED", …}, mayHaveCompleted:false}`` when the
+    Value: ``{clicked:true}`` (plus ``downloadLink:true`` when the target is, or is inside, a link that
+    downloads — a ``download`` attribute, a ``blob:`` or ``data:`` URL — a hint for the host, which waits
+    for that download), or ``{error:{code:"NODE_REPLACED", …}, mayHaveCompleted:false}`` when the
     handle's node is gone (replaced, disconnected, registry cleared by navigation/history),
     ``NOT_ACTIONABLE`` with ``mayHaveCompleted:false`` for a disabled or inert target or an optgroup
     (no event fired), ``EFFECT_NOT_OBSERVED`` with ``mayHaveCompleted:true`` when the page undid an
@@ -655,6 +661,37 @@ def scroll_script(key: str | None, handle: str | None, *, direction: str = "down
     params["direction"] = direction
     params["pages"] = _check_bound("pages", pages, 10)
     return _script("scroll", params)
+
+
+def upload_target_script(key: str, handle: str) -> str:
+    """Script for the host extension ``upload_file``, before anything happens: what the node captured as
+    `handle` is. Value: ``{kind: "file-input", multiple: bool}`` for an ``<input type=file>``, else
+    ``{kind: "other"}`` (an element whose click may open a file chooser); ``NODE_REPLACED`` for a gone node
+    and ``NOT_ACTIONABLE`` for a disabled target (as ``tab.click``), both ``mayHaveCompleted:false``.
+    Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("files", {"key": key, "handle": handle, "op": "upload-target"})
+
+
+def upload_files_script(key: str, handle: str) -> str:
+    """Script for ``upload_file``, afterwards: after one turn of the page's event loop, the names of the
+    files the captured ``<input type=file>`` holds, ``{files: [names]}`` (never contents; ``[]`` for
+    another element); ``NODE_REPLACED`` with ``mayHaveCompleted:true`` when the page removed it. Raises
+    ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("files", {"key": key, "handle": handle, "op": "upload-files"})
+
+
+def element_box_script(key: str, handle: str) -> str:
+    """Script for the host extension ``screenshot`` of an element: the captured node's border box in CSS
+    pixels of the top document (page coordinates, same-origin frames' offsets added) and the device pixel
+    ratio, ``{x, y, width, height, devicePixelRatio}``; ``NODE_REPLACED`` (``mayHaveCompleted:false``) for
+    a gone node. Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("files", {"key": key, "handle": handle, "op": "box"})
 
 
 POINTER_EVENTS: Final = frozenset(

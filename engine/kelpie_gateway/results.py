@@ -225,11 +225,29 @@ def _tabs_list(_p: Planned, result: JsonObject) -> Shaped:
     )
 
 
+DOWNLOAD_FIELD: Final = "download"
+"""The optional member of a native result (``browser-control-evaluate`` of a click, ``navigate``,
+``new-tab``) by which a host reports a download the action started (docs/contract-notes.md "Downloads in
+results"): an object, passed through to the canonical result (lone surrogates repaired); anything else
+there is ignored."""
+
+
+def with_download(out: JsonObject, result: JsonObject) -> JsonObject:
+    """``out`` plus the native result's ``download`` object, when it has one (:data:`DOWNLOAD_FIELD`)."""
+    download = result.get(DOWNLOAD_FIELD)
+    if type(download) is dict:
+        out[DOWNLOAD_FIELD] = jsonio.repair_surrogates(download)
+    return out
+
+
 def _tab_identity(p: Planned, result: JsonObject) -> Shaped:
-    """``tabs.select`` and ``tabs.open``: ``{tabId, generation}``."""
+    """``tabs.select`` and ``tabs.open``: ``{tabId, generation}`` (``tabs.open`` may add ``download``)."""
     tab = field(result, "tabId", str, p.method)
     generation = field(result, "generation", int, p.method)
-    return Shaped({"tabId": tab, "generation": generation}, generations=((tab, generation),))
+    out: JsonObject = {"tabId": tab, "generation": generation}
+    if p.method == "tabs.open":
+        with_download(out, result)
+    return Shaped(out, generations=((tab, generation),))
 
 
 def _tabs_close(p: Planned, _result: JsonObject) -> Shaped:
@@ -241,7 +259,7 @@ def _navigate(_p: Planned, result: JsonObject) -> Shaped:
     generation = field(result, "generation", int, "navigate")
     url = redact_url(field(result, "url", str, "navigate"))
     return Shaped(
-        {"tabId": tab, "generation": generation, "url": url},
+        with_download({"tabId": tab, "generation": generation, "url": url}, result),
         generations=((tab, generation),),
         invalidate=tab,
     )
@@ -386,7 +404,7 @@ def _click(p: Planned, result: JsonObject) -> Shaped:
     value = _script_value(p, result)
     if not isinstance(value, dict) or value.get("clicked") is not True:
         raise malformed("click: the script returned no {clicked:true}")
-    return Shaped({"clicked": True})
+    return Shaped(with_download({"clicked": True}, result))
 
 
 def _type(p: Planned, result: JsonObject) -> Shaped:

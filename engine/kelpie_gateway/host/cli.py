@@ -39,6 +39,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from kelpie_gateway.host.files import DEFAULT_MAX_DOWNLOAD_MB, DEFAULT_MAX_DOWNLOADS, FilesOptions
+
 DEFAULT_PORT = 7788
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 
@@ -346,6 +348,13 @@ def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
         "extensions_exclude": _globs(args.extensions_exclude) or [],
         "tools": args.tools,
         "viewport": args.viewport,
+        "files": FilesOptions(
+            tuple(args.upload_dir),
+            args.downloads_dir,
+            args.max_download_mb,
+            args.download_settle_ms,
+            args.max_downloads,
+        ),
         **_transport_options(args),
     }
 
@@ -611,6 +620,43 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
         type=_viewport,
         metavar="WxH",
         help="browser viewport in CSS pixels (default 1280x800)",
+    )
+    cmd.add_argument(
+        "--upload-dir",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a folder upload_file may attach files from (repeatable; symlinks are resolved; default: none, "
+        "so upload_file is refused)",
+    )
+    cmd.add_argument(
+        "--downloads-dir",
+        metavar="DIR",
+        help="where downloads and PDFs are kept (made 0700 if missing; default: a private temporary folder "
+        "removed on exit)",
+    )
+    cmd.add_argument(
+        "--max-download-mb",
+        type=int,
+        metavar="N",
+        default=DEFAULT_MAX_DOWNLOAD_MB,
+        help=f"cancel a download past N MiB (default {DEFAULT_MAX_DOWNLOAD_MB})",
+    )
+    cmd.add_argument(
+        "--max-downloads",
+        type=int,
+        metavar="N",
+        default=DEFAULT_MAX_DOWNLOADS,
+        help=f"keep at most N downloads while the host runs; later ones are cancelled and said so "
+        f"(default {DEFAULT_MAX_DOWNLOADS}: a page reloading itself starts 10 more each time)",
+    )
+    cmd.add_argument(
+        "--download-settle-ms",
+        type=int,
+        metavar="MS",
+        default=0,
+        help="how long a click that neither navigates nor follows a download link waits for a download the "
+        "page's script may start, to report it (default 0: it is kept and listed, not reported by the click)",
     )
 
 
