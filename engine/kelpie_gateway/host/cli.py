@@ -10,6 +10,8 @@ Commands (exit status 0 = success):
 * ``call METHOD --params JSON``  forward one canonical request to a running host. Exit 0 success,
   1 refused (nothing happened), 3 unknown outcome (``mayHaveCompleted:true``: observe before acting),
   2 usage or transport error (no host, HTTP 401, …).
+* ``observe [--tab ID]``  read a running host's tab once as a one-shot observer (``POST /v1/observe``): the
+  page's text and elements without refs, for grounding; exit status as ``call``.
 * ``pair request`` ask a running host for a token (the operator approves the printed code); the token is
   written to a 0600 file and never printed. ``pair approve CODE`` / ``pair deny CODE`` / ``pair pending``
   talk to the host's admin Unix socket. ``pair revoke`` revokes the saved token. ``pair list`` shows the
@@ -38,6 +40,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from kelpie_gateway.host.files import DEFAULT_MAX_DOWNLOAD_MB, DEFAULT_MAX_DOWNLOADS, FilesOptions
 
 DEFAULT_PORT = 7788
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
@@ -105,6 +109,13 @@ def cmd_call(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: --params is not JSON: {exc}", file=sys.stderr)
         return 2
+    request = {"version": 1, "id": 1, "method": args.method, "params": params}
+    return _forward(args, "/v1/browser-control", request)
+
+
+def _forward(args: argparse.Namespace, route: str, body: Any) -> int:
+    """POST ``body`` to the host's ``route`` with the saved bearer and report the envelope (``call``'s
+    output and exit status)."""
     token = _token(args)
     if not token:
         print(
@@ -112,9 +123,8 @@ def cmd_call(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    request = {"version": 1, "id": 1, "method": args.method, "params": params}
     try:
-        status, envelope = _http("POST", f"{_url(args)}/v1/browser-control", request, token, args.timeout)
+        status, envelope = _http("POST", f"{_url(args)}{route}", body, token, args.timeout)
     except OSError as exc:
         print(f"error: cannot reach the host at {_url(args)}: {exc}", file=sys.stderr)
         return 2
@@ -139,6 +149,19 @@ def cmd_call(args: argparse.Namespace) -> int:
         retry = " (retryable)" if error.get("retryable") else ""
         print(f"{kind}: {error.get('code')}: {error.get('message')}{retry}", file=sys.stderr)
     return 3 if unknown else 1
+
+
+# ---------------------------------------------------------------------- observe
+def cmd_observe(args: argparse.Namespace) -> int:
+    """One-shot observer read of a running host's tab (``POST /v1/observe``; docs/host.md "Observers")."""
+    params: dict[str, Any] = {}
+    if args.tab:
+        params["tabId"] = args.tab
+    if args.max_chars is not None:
+        params["maxChars"] = args.max_chars
+    if args.max_elements is not None:
+        params["maxElements"] = args.max_elements
+    return _forward(args, "/v1/observe", params)
 
 
 # ---------------------------------------------------------------------- pairing
@@ -398,10 +421,20 @@ def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
         "allowed_origins": args.allowed_origins,
         "blocked_origins": args.blocked_origins,
         "read_only": args.read_only,
+        "observer": args.observer,
+        "network_urls": args.network_urls,
+        "network_bodies": args.network_bodies,
         "extensions_include": _globs(args.extensions_include),
         "extensions_exclude": _globs(args.extensions_exclude) or [],
         "tools": args.tools,
         "viewport": args.viewport,
+        "files": FilesOptions(
+            tuple(args.upload_dir),
+            args.downloads_dir,
+            args.max_download_mb,
+            args.download_settle_ms,
+            args.max_downloads,
+        ),
         **_transport_options(args),
     }
 
@@ -641,6 +674,23 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
         help="allowActions:false: only reads (snapshot, screenshot, tabs.list, wait_for_text, dialog_observe)",
     )
     cmd.add_argument(
+        "--observer",
+        action="store_true",
+        help="observer:true: a read-only session whose snapshots are one-shot reads without refs (for grounding)",
+    )
+    cmd.add_argument(
+        "--network-urls",
+        choices=["redacted", "full"],
+        default="redacted",
+        help="network_requests and console URLs: redacted (default: query values and fragments hidden) or full "
+        "(credential parameters still hidden)",
+    )
+    cmd.add_argument(
+        "--network-bodies",
+        action="store_true",
+        help="let network_requests answer text response bodies (at most 64 KiB each) when a call asks",
+    )
+    cmd.add_argument(
         "--extensions-include", help="comma-separated globs of extension names to offer (default: all)"
     )
     cmd.add_argument(
@@ -657,6 +707,43 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
         type=_viewport,
         metavar="WxH",
         help="browser viewport in CSS pixels (default 1280x800)",
+    )
+    cmd.add_argument(
+        "--upload-dir",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a folder upload_file may attach files from (repeatable; symlinks are resolved; default: none, "
+        "so upload_file is refused)",
+    )
+    cmd.add_argument(
+        "--downloads-dir",
+        metavar="DIR",
+        help="where downloads and PDFs are kept (made 0700 if missing; default: a private temporary folder "
+        "removed on exit)",
+    )
+    cmd.add_argument(
+        "--max-download-mb",
+        type=int,
+        metavar="N",
+        default=DEFAULT_MAX_DOWNLOAD_MB,
+        help=f"cancel a download past N MiB (default {DEFAULT_MAX_DOWNLOAD_MB})",
+    )
+    cmd.add_argument(
+        "--max-downloads",
+        type=int,
+        metavar="N",
+        default=DEFAULT_MAX_DOWNLOADS,
+        help=f"keep at most N downloads while the host runs; later ones are cancelled and said so "
+        f"(default {DEFAULT_MAX_DOWNLOADS}: a page reloading itself starts 10 more each time)",
+    )
+    cmd.add_argument(
+        "--download-settle-ms",
+        type=int,
+        metavar="MS",
+        default=0,
+        help="how long a click that neither navigates nor follows a download link waits for a download the "
+        "page's script may start, to report it (default 0: it is kept and listed, not reported by the click)",
     )
 
 
@@ -742,6 +829,25 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--timeout", type=float, default=60.0, help="HTTP timeout in seconds")
     call.set_defaults(func=cmd_call)
 
+    observe = sub.add_parser(
+        "observe",
+        help="read a running host's tab once, as an observer: page text and elements, no refs (grounding)",
+        epilog="exit status as call: 0 success, 1 refused (RENDERER_CHANGED: the page changed during the read, "
+        "read again), 2 usage or transport error",
+    )
+    observe.add_argument("--tab", help="the tab to read (default: the host's selected tab)")
+    observe.add_argument("--max-chars", type=int, help="page text budget, 1..12000 (default 12000)")
+    observe.add_argument("--max-elements", type=int, help="most elements, 1..200 (default 200)")
+    observe.add_argument("--url", help=f"host URL (default $KELPIE_GATEWAY_URL or {DEFAULT_URL})")
+    observe_token = observe.add_mutually_exclusive_group()
+    observe_token.add_argument("--token", help=argparse.SUPPRESS)
+    observe_token.add_argument(
+        "--token-file", help="file holding the bearer token (default: the one pair request saved)"
+    )
+    observe.add_argument("--json", action="store_true", help="print the response envelope as JSON")
+    observe.add_argument("--timeout", type=float, default=60.0, help="HTTP timeout in seconds")
+    observe.set_defaults(func=cmd_observe)
+
     pair = sub.add_parser("pair", help="pairing: request a token, approve/deny codes, revoke, prune")
     pair.add_argument("action", choices=["request", "approve", "deny", "pending", "revoke", "list", "prune"])
     pair.add_argument("code", nargs="?", help="the code the host printed (approve/deny)")
@@ -796,7 +902,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
-    if args.command in ("call", "pair"):
+    if args.command in ("call", "observe", "pair"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kelpie-gateway call … | head` ends quietly
     code: int = args.func(args)
     return code
