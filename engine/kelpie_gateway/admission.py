@@ -88,7 +88,9 @@ class Admission:
                         "TAB_PINNED", f"this session is pinned to tab {pin!r}; {tab_id!r} is refused"
                     )
             if tab_id is None and self._config.targeting == "direct":
-                raise Refusal("TAB_REQUIRED", f"{name} needs params.tabId (direct targeting)")
+                raise Refusal(
+                    "TAB_REQUIRED", f"{name} needs params.tabId (direct targeting): get one from tabs.list"
+                )
         return lane, mutates, ext, tab_id, mutates or ext is not None or name in _GUARDED
 
     def _refusal_message(self, code: str, name: str) -> str:

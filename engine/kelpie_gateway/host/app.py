@@ -431,7 +431,8 @@ async def _start_stack(
             link = BrowserLink(
                 log=log,
                 executable=find_chromium(opts.browser_executable),
-                explicit_executable=opts.browser_executable is not None,
+                explicit_executable=opts.browser_executable is not None
+                or bool(os.environ.get("CHROME_PATH")),
                 headless=not opts.headed,
                 user_data_dir=opts.user_data_dir,
                 remote=remote,

@@ -62,7 +62,7 @@ from aiohttp.web_response import StreamResponse
 from aiohttp.web_server import Server
 
 from kelpie_gateway import jsonrpc_error, mcp_http_refusal
-from kelpie_gateway.host.auth import Pairing, PairingRecord, TokenStore
+from kelpie_gateway.host.auth import Pairing, PairingRecord, RefusalLog, TokenStore
 from kelpie_gateway.host.auth import state_dir as state_dir  # re-exported: it moved to auth (a light import)
 from kelpie_gateway.host.contexts import Client, DriverSource, Lease
 from kelpie_gateway.host.driver import Caller
@@ -372,6 +372,7 @@ class HostServer:
         self.tokens = tokens
         self.pairing = pairing
         self.log = log
+        self.refusals = RefusalLog(log)
         self.port = 0
         self.bind = "127.0.0.1"
 
@@ -425,6 +426,7 @@ class HostServer:
     def _check_host(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
         host = request.headers.get("Host", "")
         if host not in self.allowed_hosts():
+            self.refusals.refused(403, "Host header not the loopback address served")
             raise _Refused(
                 _json(403, err("NOT_AUTHORIZED", "the Host header must name the loopback address served"))
             )
@@ -444,6 +446,11 @@ class HostServer:
         """The pairing of a valid bearer; else raises the 401 its verdict deserves (missing, unknown, revoked)."""
         verdict, entry = self.tokens.check(token)
         if token is None or verdict != "valid" or entry is None:
+            if verdict == "revoked" and entry is not None:
+                self.refusals.refused(401, "revoked bearer", f"client {entry.client!r}")
+                self.drivers.revoked(entry.digest.hex())  # its context closes now, not at the next sweep
+            else:
+                self.refusals.refused(401, f"{verdict} bearer")
             message = unauthorized_message(verdict)
             challenge = 'Bearer realm="kelpie-gateway"'
             if verdict != "missing":
@@ -473,6 +480,7 @@ class HostServer:
 
     def _check_origin(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
         if "Origin" in request.headers:
+            self.refusals.refused(403, "Origin header (a web page)")
             raise _Refused(
                 _json(403, err("NOT_AUTHORIZED", "requests from web pages (Origin header) are refused"))
             )
