@@ -24,6 +24,7 @@ from .reader import (
     WORLD_NAME,
     bundle_missing,
     bundle_slot,
+    bundles_status,
     click_script,
     element_box_script,
     element_node_script,
@@ -54,10 +55,12 @@ from .urls import (
     redact_url,
     redact_urls_in,
 )
-from .version import __version__
+from .version import CONTRACT_REVISION, CONTRACT_REVISION_COMPLETE, __version__
 from .version import __version__ as VERSION
 
 __all__ = [
+    "CONTRACT_REVISION",
+    "CONTRACT_REVISION_COMPLETE",
     "CREDENTIAL_PARAMETERS",
     "CREDENTIAL_SUFFIXES",
     "FRAME_TAG_FUNCTION",
@@ -73,6 +76,7 @@ __all__ = [
     "__version__",
     "bundle_missing",
     "bundle_slot",
+    "bundles_status",
     "click_script",
     "dumps",
     "element_box_script",

@@ -54,6 +54,7 @@ __all__ = [
     "bundle",
     "bundle_missing",
     "bundle_slot",
+    "bundles_status",
     "click_script",
     "collect_browser_selector_snapshot_expression",
     "element_box_script",
@@ -398,6 +399,21 @@ def kept_script(script: str) -> tuple[str, str] | None:
     slot = bundle_slot(name)
     missing = js_literal({KEPT_MISSING: slot})
     return slot, f'((run) => run ? run({literal}) : {missing})({_KEPT}("{slot}"))'
+
+
+def bundles_status() -> tuple[int, int]:
+    """``(bundles, built)``: how many reader bundles there are, and how many of them are built under
+    ``BUILD_DIR`` from the current sources. Assembles each from its sources first, so a package whose
+    ``js/`` sources are incomplete raises (``OSError``, ``KeyError`` or ``ValueError``); ``kelpie-gateway
+    doctor`` reports it."""
+    built = 0
+    for name in BUNDLES:
+        assemble_bundle(name)
+        path = BUILD_DIR / f"{name}.js"
+        built += path.is_file() and path.read_text(encoding="utf-8").startswith(
+            DIGEST_MARK + sources_digest()
+        )
+    return len(BUNDLES), built
 
 
 def bundle_missing(value: Any, slot: str) -> bool:

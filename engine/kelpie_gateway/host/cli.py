@@ -385,8 +385,13 @@ def _pair_request(args: argparse.Namespace) -> int:
 def version_text() -> str:
     """``kelpie-gateway X.Y.Z (contract v1 revision 1.2[ in part…]; MCP …)``: what ``--version`` prints.
     "in part" while some additions of the revision are still planned (docs/contract.md's status table)."""
-    from kelpie_gateway import MCP_PROTOCOL_VERSIONS, MCP_STATELESS_VERSIONS, VERSION
-    from kelpie_gateway.version import CONTRACT_REVISION, CONTRACT_REVISION_COMPLETE
+    from kelpie_gateway import (
+        CONTRACT_REVISION,
+        CONTRACT_REVISION_COMPLETE,
+        MCP_PROTOCOL_VERSIONS,
+        MCP_STATELESS_VERSIONS,
+        VERSION,
+    )
 
     mcp = ", ".join((*MCP_PROTOCOL_VERSIONS, *MCP_STATELESS_VERSIONS))
     part = "" if CONTRACT_REVISION_COMPLETE else " in part, see docs/contract.md"

@@ -100,16 +100,10 @@ def check_browser(explicit: str | None) -> Check:
 
 
 def check_reader() -> Check:
-    from kelpie_gateway import reader
+    from kelpie_gateway import bundles_status
 
     try:
-        built = 0
-        for name in reader.BUNDLES:
-            reader.assemble_bundle(name)
-            path = reader.BUILD_DIR / f"{name}.js"
-            built += path.is_file() and path.read_text(encoding="utf-8").startswith(
-                reader.DIGEST_MARK + reader.sources_digest()
-            )
+        count, built = bundles_status()
     except (OSError, KeyError, ValueError) as exc:
         return Check(
             "reader bundles",
@@ -117,7 +111,6 @@ def check_reader() -> Check:
             f"cannot assemble the reader scripts: {exc}",
             "reinstall the package (its js/ sources are incomplete), or run `tools/dev setup` in a checkout",
         )
-    count = len(reader.BUNDLES)
     how = "built and current" if built == count else f"assembled from the packaged sources ({built} built)"
     return Check("reader bundles", "ok", f"{count} bundles, {how}")
 
