@@ -382,6 +382,19 @@ def _pair_request(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- serve / mcp / demo
+def _add_client_flags(parser: argparse.ArgumentParser, token_help: str) -> None:
+    """The flags of a command that calls a running host (``call``, ``observe``): ``--url``, ``--token`` /
+    ``--token-file`` (one of them), ``--json``, ``--timeout`` (seconds, default 60)."""
+    parser.add_argument("--url", help=f"host URL (default $KELPIE_GATEWAY_URL or {DEFAULT_URL})")
+    token = parser.add_mutually_exclusive_group()
+    token.add_argument("--token", help=token_help)
+    token.add_argument(
+        "--token-file", help="file holding the bearer token (default: the one pair request saved)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the response envelope as JSON")
+    parser.add_argument("--timeout", type=float, default=60.0, help="HTTP timeout in seconds")
+
+
 def version_text() -> str:
     """``kelpie-gateway X.Y.Z (contract v1 revision 1.2[ in part…]; MCP …)``: what ``--version`` prints.
     "in part" while some additions of the revision are still planned (docs/contract.md's status table)."""
@@ -824,14 +837,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     call.add_argument("method", help="canonical method, e.g. tabs.list or tab.snapshot")
     call.add_argument("--params", default="{}", help="params as a JSON object (default {})")
-    call.add_argument("--url", help=f"host URL (default $KELPIE_GATEWAY_URL or {DEFAULT_URL})")
-    token = call.add_mutually_exclusive_group()
-    token.add_argument("--token", help="bearer token (prefer --token-file: argv is visible to other users)")
-    token.add_argument(
-        "--token-file", help="file holding the bearer token (default: the one pair request saved)"
-    )
-    call.add_argument("--json", action="store_true", help="print the response envelope as JSON")
-    call.add_argument("--timeout", type=float, default=60.0, help="HTTP timeout in seconds")
+    _add_client_flags(call, "bearer token (prefer --token-file: argv is visible to other users)")
     call.set_defaults(func=cmd_call)
 
     observe = sub.add_parser(
@@ -843,14 +849,7 @@ def build_parser() -> argparse.ArgumentParser:
     observe.add_argument("--tab", help="the tab to read (default: the host's selected tab)")
     observe.add_argument("--max-chars", type=int, help="page text budget, 1..12000 (default 12000)")
     observe.add_argument("--max-elements", type=int, help="most elements, 1..200 (default 200)")
-    observe.add_argument("--url", help=f"host URL (default $KELPIE_GATEWAY_URL or {DEFAULT_URL})")
-    observe_token = observe.add_mutually_exclusive_group()
-    observe_token.add_argument("--token", help=argparse.SUPPRESS)
-    observe_token.add_argument(
-        "--token-file", help="file holding the bearer token (default: the one pair request saved)"
-    )
-    observe.add_argument("--json", action="store_true", help="print the response envelope as JSON")
-    observe.add_argument("--timeout", type=float, default=60.0, help="HTTP timeout in seconds")
+    _add_client_flags(observe, argparse.SUPPRESS)
     observe.set_defaults(func=cmd_observe)
 
     pair = sub.add_parser("pair", help="pairing: request a token, approve/deny codes, revoke, prune")
