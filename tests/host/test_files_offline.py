@@ -8,7 +8,9 @@ import asyncio
 import inspect
 import stat
 import subprocess
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kelpie_gateway.host.files import Files, FilesError, FilesOptions, UploadRefused, compose, safe_name
@@ -77,9 +79,24 @@ def test_the_authorize_step_refuses_uploads_only(files: Files, tmp_path: Path) -
     later = compose(resolving, files.authorize)
     outside = later(step("upload_file", [str(tmp_path / "secret.txt")]))
     assert inspect.isawaitable(outside)
-    assert asyncio.run(outside)["error"]["code"] == "NOT_AUTHORIZED"  # type: ignore[arg-type,index]
+    assert run_alone(outside)["error"]["code"] == "NOT_AUTHORIZED"  # type: ignore[arg-type,index]
     inside = later(step("upload_file", ["a.txt"]))
-    assert asyncio.run(inside) == {"success": True}  # type: ignore[arg-type]
+    assert run_alone(inside) == {"success": True}  # type: ignore[arg-type]
+
+
+def run_alone(awaitable: Any) -> Any:
+    """Run one awaitable on a fresh event loop in its own thread: a Playwright sync API fixture of an
+    earlier test keeps an event loop running on the main thread, where ``asyncio.run`` refuses to start."""
+    box: list[Any] = []
+
+    async def main() -> None:
+        box.append(await awaitable)
+
+    worker = threading.Thread(target=lambda: asyncio.run(main()))
+    worker.start()
+    worker.join(30)
+    assert box, "the awaitable did not finish"
+    return box[0]
 
 
 def test_downloads_are_claimed_under_safe_browser_like_names(files: Files) -> None:
