@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Time a non-root user's install of the host on a clean clone (issue 34; docs/host.md "Installing without
 # root"), twice: with Debian's Chromium visible, and with it hidden (KELPIE_GATEWAY_BROWSER_ROOT pointed at
-# an empty folder, PATH without any chromium). Steps, each timed: git clone, python3 -m venv, pip install
+# a folder holding only /etc/os-release, PATH without any chromium). Steps, each timed: git clone, python3 -m venv, pip install
 # '.[host]', kelpie-gateway doctor, kelpie-gateway install-browser, the first MCP call over stdio
 # (tabs.list, which waits for the browser). Run as root: the steps run as USER (default nobody) with a
 # HOME of their own under a temporary folder, removed at the end.
@@ -16,7 +16,8 @@ WORK="$(mktemp -d -t kelpie-nonroot.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 chmod 755 "$WORK"
 # A PATH with every tool of /usr/bin except a browser (for the hidden run).
-mkdir -p "$WORK/nobrowser-bin" "$WORK/empty-root"
+mkdir -p "$WORK/nobrowser-bin" "$WORK/empty-root/etc"
+cp /etc/os-release "$WORK/empty-root/etc/"  # still this Debian, only without its Chromium
 for tool in /usr/bin/*; do
   case "${tool##*/}" in chromium*|google-chrome*) continue ;; esac
   ln -s "$tool" "$WORK/nobrowser-bin/${tool##*/}"
@@ -67,7 +68,8 @@ for mode in visible hidden; do
   # The clone is made as root and handed over (git refuses to read a repository another user owns).
   t0=$(date +%s%N)
   git clone -q --no-local "$ROOT" "$clone" && chown -R "$USER_NAME:$GROUP" "$clone"
-  printf '%-8s %-16s %4d.%d s  (as root, then chown)\n' "$mode" clone 0 $(( ($(date +%s%N) - t0) / 100000000 ))
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  printf '%-8s %-16s %4d.%d s  (as root, then chown)\n' "$mode" clone $((ms / 1000)) $((ms % 1000 / 100))
   step "$mode" venv "$home" "$path" python3 -m venv "$clone/.venv"
   step "$mode" "pip [host]" "$home" "$path" "$clone/.venv/bin/pip" install -q --progress-bar off "$clone[host]"
   step "$mode" doctor "$home" "$path" "$clone/.venv/bin/kelpie-gateway" doctor
