@@ -75,6 +75,12 @@ def test_the_order_is_one_list_first_found_wins(machine: Machine, monkeypatch: p
         (machine.bin / "chromium", "PATH"),
         (machine.bin / "chromium-browser", "PATH"),
         (machine.playwright(1255), "Playwright's managed browsers"),
+        (machine.playwright(1255, "chrome-linux-arm64/chrome"), "Playwright's managed browsers"),
+        (
+            machine.home / ".cache/ms-playwright/chromium_headless_shell-1255/chrome-headless-shell-linux64"
+            / "chrome-headless-shell",
+            "Playwright's headless shell (headless only)",
+        ),
     ]
     for path, _source in places:
         fake_browser(path, f"Chromium {path.name}")
@@ -88,7 +94,8 @@ def test_the_order_is_one_list_first_found_wins(machine: Machine, monkeypatch: p
     assert nothing.looked[:2] == ("--browser-executable (not given)", "CHROME_PATH (not set)")
     assert str(machine.root / "snap/bin/chromium") in nothing.looked
     assert "google-chrome-stable on PATH" in nothing.looked
-    assert nothing.looked[-1].startswith(str(machine.home / ".cache/ms-playwright/chromium-*/"))
+    assert nothing.looked[-2].startswith(str(machine.home / ".cache/ms-playwright/chromium-*/"))
+    assert nothing.looked[-1].startswith(str(machine.home / ".cache/ms-playwright/chromium_headless_shell-*/"))
     # What is given is taken as given (its failure to start is then named as its own).
     monkeypatch.setenv("CHROME_PATH", "/nowhere/chrome")
     assert discovery.discover(None).path == "/nowhere/chrome"

@@ -14,7 +14,9 @@ The order (the first that answers wins):
 7. Playwright's managed browsers (``python -m playwright install chromium``,
    ``kelpie-gateway install-browser``): ``$PLAYWRIGHT_BROWSERS_PATH`` when set (``0``: inside the installed
    ``playwright`` package), else ``$XDG_CACHE_HOME/ms-playwright`` (default ``~/.cache/ms-playwright``);
-   ``chromium-REVISION/chrome-linux64/chrome`` or ``…/chrome-linux/chrome``, the newest revision first.
+   ``chromium-REVISION/chrome-linux64/chrome`` (``chrome-linux-arm64``, older ``chrome-linux``), the newest
+   revision first; last, its headless-only shell
+   (``chromium_headless_shell-REVISION/chrome-headless-shell-linux64/chrome-headless-shell``).
 
 A candidate of 3–7 counts when it is an executable regular file (symlinks followed). The fixed absolute
 paths of 3–5 are looked for under ``$KELPIE_GATEWAY_BROWSER_ROOT`` (default ``/``): tests and packagers use it
@@ -47,8 +49,10 @@ PATH_NAMES: tuple[tuple[str, str], ...] = (
     ("PATH", "chromium"),
     ("PATH", "chromium-browser"),
 )
-PLAYWRIGHT_LAYOUTS = ("chrome-linux64/chrome", "chrome-linux/chrome")
-"""Where a ``chromium-REVISION`` folder of Playwright's keeps the executable (newer layout first)."""
+PLAYWRIGHT_LAYOUTS = ("chrome-linux64/chrome", "chrome-linux-arm64/chrome", "chrome-linux/chrome")
+"""Where a ``chromium-REVISION`` folder of Playwright's keeps the executable (newer layouts first)."""
+HEADLESS_SHELL = ("chromium_headless_shell", "chrome-headless-shell-linux64/chrome-headless-shell")
+"""Playwright's headless-only build (``playwright install --only-shell``): the last resort, headless only."""
 
 INSTALL_COMMAND = "kelpie-gateway install-browser"
 NO_BROWSER_FIX = (
@@ -85,8 +89,8 @@ def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def _revision(folder: Path) -> int:
-    match = re.fullmatch(r"chromium-(\d+)", folder.name)
+def _revision(folder: Path, kind: str = "chromium") -> int:
+    match = re.fullmatch(rf"{kind}-(\d+)", folder.name)
     return int(match.group(1)) if match else -1
 
 
@@ -108,20 +112,20 @@ def playwright_browsers_dir() -> Path | None:
     return Path(cache) / "ms-playwright"
 
 
-def playwright_chromium() -> tuple[str | None, str]:
-    """The newest Chromium of Playwright's managed browsers (or None) and the pattern looked for."""
+def playwright_chromium(kind: str = "chromium") -> tuple[str | None, str]:
+    """The newest Chromium of Playwright's managed browsers (or None) and the pattern looked for; ``kind``
+    ``chromium_headless_shell``: its headless shell instead."""
     base = playwright_browsers_dir()
     if base is None:
         return None, "PLAYWRIGHT_BROWSERS_PATH=0 (playwright not installed)"
-    pattern = f"{base}/chromium-*/{{{','.join(PLAYWRIGHT_LAYOUTS)}}}"
+    layouts = PLAYWRIGHT_LAYOUTS if kind == "chromium" else HEADLESS_SHELL[1:]
+    pattern = f"{base}/{kind}-*/" + (f"{{{','.join(layouts)}}}" if len(layouts) > 1 else layouts[0])
     try:
-        folders = sorted(
-            (p for p in base.glob("chromium-*") if _revision(p) >= 0), key=_revision, reverse=True
-        )
+        found = [p for p in base.glob(f"{kind}-*") if _revision(p, kind) >= 0]
     except OSError:
         return None, pattern
-    for folder in folders:
-        for layout in PLAYWRIGHT_LAYOUTS:
+    for folder in sorted(found, key=lambda p: _revision(p, kind), reverse=True):
+        for layout in layouts:
             if _executable(folder / layout):
                 return str(folder / layout), pattern
     return None, pattern
@@ -151,6 +155,10 @@ def discover(explicit: str | None = None) -> Discovery:
     looked.append(pattern)
     if found_pw:
         return Discovery(found_pw, "Playwright's managed browsers", tuple(looked))
+    shell, pattern = playwright_chromium(HEADLESS_SHELL[0])
+    looked.append(pattern)
+    if shell:
+        return Discovery(shell, "Playwright's headless shell (headless only)", tuple(looked))
     return Discovery(None, "nothing found", tuple(looked))
 
 
