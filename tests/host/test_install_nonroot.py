@@ -227,3 +227,16 @@ def test_dev_setup_prints_pips_phase_while_it_waits(tree: Path) -> None:
     still = [line for line in seen if "still pip:" in line]
     assert still and still[0].endswith(": resolving: 2 requirements so far, now playwright>=1.45"), seen
     assert any(line.startswith("[dev]   done: pip: installing kelpie-browser-gateway") for line in seen), seen
+
+
+def test_the_swift_step_without_root_says_it_is_skipped_and_why(tree: Path) -> None:
+    (tree / "tools/build.d").mkdir()
+    step = tree / "tools/build.d/50-swift.sh"
+    shutil.copy2(ROOT / "tools/build.d/50-swift.sh", step)
+    step.chmod(0o755)
+    done = _as_user(["/bin/bash", str(step)], {"PATH": "/usr/bin:/bin", "ROOT": str(tree), "HOME": str(tree)})
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(
+        "[swift] skipped: not root (the Swift environment is a chroot with bind mounts"
+    )
+    assert "tests/swift will fail" in done.stderr
