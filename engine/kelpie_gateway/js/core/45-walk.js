@@ -1,9 +1,23 @@
 // Walk the flat tree (open shadow roots, slots, same-origin frames) in document order.
 // Calls cb.text(str, pre) for visible text, cb.block() at block boundaries, cb.element(el, info) for
 // every rendered, visible element outside value contexts (info = {tag, role, interactive, notable,
-// unreadable}). Returns true when the walk was cut (depth bound).
-function walkDocument(doc, cb, start, elements) {
+// unreadable, pointer}) and, when given, cb.elementEnd(info) after its subtree. Returns true when the walk
+// was cut (depth bound). `opts`: {text: false (read no text at all), seek: [nodes] (resume a text walk:
+// go down this flat-tree path from the root without reading what comes before it; makeTextSink),
+// skip(el) (elements not to enter: those added since a snapshot's first read)}. While text is read,
+// cb.open(node)/cb.close() bracket every node text may come from (the sink's positions).
+function walkDocument(doc, cb, start, elements, opts) {
   let cut = false;
+  const seekPath = opts && opts.seek ? opts.seek : null;
+  let seekAt = 0;
+  // The path child to start `owner`'s children at while a resumed walk goes down its path, else null.
+  const seekChild = (owner) => {
+    if (!seekPath || seekAt >= seekPath.length - 1 || seekPath[seekAt] !== owner) return null;
+    seekAt += 1;
+    return seekPath[seekAt];
+  };
+  const skip = opts && opts.skip ? opts.skip : null;
+  const tracking = !!cb.open;
   // `pending`: the unsettled elements between the node and the last settled one (null: none).
   // Once no more text is read, a child that is not an element (text, comment) is a no-op for `visit`
   // unless it lies past the depth bound (then it cuts): such children are stepped over without being
@@ -12,10 +26,13 @@ function walkDocument(doc, cb, start, elements) {
   // The children of `parent` (an element or a shadow root). A child reached by an element step
   // (`firstElementChild`/`nextElementSibling`, taken once no more text is read) is visited as an element
   // without asking its nodeType (a DOM call per node from this world).
-  const children = (parent, depth, ctx, pending) => {
+  const children = (parent, depth, ctx, pending, owner) => {
     const elementsOnly = depth + 1 <= DEPTH_MAX;
     let element = elementsOnly && textDone(ctx);
-    for (let c = element ? parent.firstElementChild : parent.firstChild; c; ) {
+    const from = seekChild(owner || parent);
+    let c = from || (element ? parent.firstElementChild : parent.firstChild);
+    if (from && element && from.nodeType !== 1) c = from.nextElementSibling;
+    while (c) {
       if (elementsOnly && textDone(ctx)) {
         if (!ctx.elements && !cb.root) return;
         if (element || c.nodeType === 1) visitElement(c, depth + 1, ctx, pending);
@@ -32,17 +49,20 @@ function walkDocument(doc, cb, start, elements) {
     const root = openRootOf(parent, tag);
     if (root) {
       if (cb.root) cb.root(root);
-      children(root, depth, ctx, pending);
+      children(root, depth, ctx, pending, parent);
       return;
     }
     if (tag === "slot" && parent.assignedNodes) {
       const assigned = parent.assignedNodes();
       if (assigned.length) {
-        for (const c of assigned) visit(c, depth + 1, ctx, pending);
+        const from = seekChild(parent);
+        for (let i = from ? Math.max(0, assigned.indexOf(from)) : 0; i < assigned.length; i++) {
+          visit(assigned[i], depth + 1, ctx, pending);
+        }
         return;
       }
     }
-    children(parent, depth, ctx, pending);
+    children(parent, depth, ctx, pending, parent);
   };
   // The children of an unsettled element (no shadow root: a host is always settled). No text is read
   // any more, so only element children are visited; a child node past the depth bound still cuts.
@@ -76,15 +96,26 @@ function walkDocument(doc, cb, start, elements) {
       const p = n.parentElement || flatParent(n);
       const st = p ? styleOf(p) : null;
       if (!st || st.visibility !== "visible") return;
-      cb.text(n.data, st.pre);
+      if (tracking) {
+        cb.open(n);
+        cb.text(n.data, st.pre);
+        cb.close();
+      } else {
+        cb.text(n.data, st.pre);
+      }
       return;
     }
     if (type === 1) visitElement(n, depth, ctx, pending);
   };
-  // `visit` of an element within the depth bound.
+  // `visit` of an element within the depth bound; bracketed by cb.open/close while text is read (in the
+  // same frame: deep trees are walked recursively, one frame per level costs stack).
   const visitElement = (el, depth, ctx, pending) => {
+    const tracked = tracking && ctx.text && !cb.full();
+    if (tracked) cb.open(el);
+    try {
     const tag = tagOf(el);
     if (NOT_RENDERED_TAGS.has(tag)) return;
+    if (skip && skip(el)) return;
     if (!ctx.text || cb.full()) {
       if (!ctx.elements && !cb.root) return; // a text-only walk (ensureText) has nothing left to read here
       // No more text to read: an element that cannot matter is descended into unsettled.
@@ -109,6 +140,7 @@ function walkDocument(doc, cb, start, elements) {
     const role = roleOf(el) || "";
     let unreadable = null;
     let frameDoc = null;
+    let listed = null;
     if (tag === "iframe" || tag === "frame") {
       try {
         frameDoc = el.contentDocument;
@@ -120,10 +152,13 @@ function walkDocument(doc, cb, start, elements) {
       unreadable = "closed-shadow-root";
     }
     if (ctx.elements) {
-      const interactive = isInteractive(el, tag, role);
+      let interactive = isInteractive(el, tag, role);
       const notable = !interactive && isNotable(el, tag, role);
-      if ((interactive || notable || unreadable) && st.visibility === "visible") {
-        cb.element(el, { tag, role, interactive: interactive || !!unreadable, notable, unreadable });
+      const pointer = !interactive && !notable && !unreadable && pointerClickable(el, tag);
+      if (pointer) interactive = true;
+      if ((interactive || notable || unreadable) && st.visibility === "visible" && !notShown(el, tag)) {
+        listed = { tag, role, interactive: interactive || !!unreadable, notable, unreadable, pointer };
+        cb.element(el, listed);
         if (tag === "select") listOptions(el, cb);
       }
     }
@@ -136,14 +171,19 @@ function walkDocument(doc, cb, start, elements) {
     else if (atomic && inner.text) cb.space();
     if (frameDoc && frameDoc.documentElement) {
       if (cb.root) cb.root(frameDoc);
+      seekChild(el);
       visit(frameDoc.documentElement, depth + 1, inner, null);
     } else {
       visitChildren(el, tag, depth, inner, null);
     }
     if (block && inner.text) cb.block();
     else if (atomic && inner.text) cb.space();
+    if (listed && cb.elementEnd) cb.elementEnd(listed);
+    } finally {
+      if (tracked) cb.close();
+    }
   };
-  const ctx = { text: true, elements };
+  const ctx = { text: !(opts && opts.text === false), elements };
   frozen(() => {
     if (start) visit(start, 0, ctx, null);
     else if (doc.documentElement) visit(doc.documentElement, 0, ctx, null);

@@ -19,12 +19,23 @@ function clipFacts(a) {
     const cx = ox === "hidden" || ox === "clip";
     const cy = oy === "hidden" || oy === "clip";
     f = {
-      zero: position !== "static" && raw.clip === "rect(0px, 0px, 0px, 0px)", // clip applies only when positioned
+      zero: (position === "absolute" || position === "fixed") && clipsToNothing(raw.clip), // clip applies only then
       cx, cy, fixed: position === "fixed", rect: null, el: a,
     };
   }
   clipCache.set(a, f);
   return f;
+}
+// Whether a computed `clip` (`rect(top, right, bottom, left)`, `auto` = that edge of the box) leaves
+// no area: `rect(0 0 0 0)` and `rect(1px 1px 1px 1px)`, the visually-hidden patterns.
+function clipsToNothing(clip) {
+  if (!clip || clip === "auto") return false;
+  const m = /^rect\(([^,]+),([^,]+),([^,]+),([^)]+)\)$/.exec(clip.replace(/\s+/g, ""));
+  if (!m) return false;
+  const v = m.slice(1).map((x) => (x === "auto" ? null : parseFloat(x)));
+  if (v.some((x) => x !== null && !Number.isFinite(x))) return false;
+  const [top, right, bottom, left] = v;
+  return (right !== null && left !== null && right <= left) || (bottom !== null && top !== null && bottom <= top);
 }
 const scrollCache = new Map();
 function scrollFacts(doc, view, root) {
@@ -103,4 +114,64 @@ function isOffscreen(el) {
   const y = r.top + g.sy;
   if (r.right + g.sx <= 0 || r.bottom + g.sy <= 0) return true;
   return x >= Math.max(g.sw, g.cw) || y >= Math.max(g.sh, g.ch);
+}
+
+// ---------------------------------------------------------------- shown to a person (§9 v1.2)
+// Not listed: anything inside an `aria-hidden="true"` subtree (flat tree, across frames; as the
+// accessibility tree omits it), and anything clipped or sized to nothing — `clip` leaving no area on it or
+// a positioned ancestor, `clip-path: inset(50%)`, or a box (and content) of zero width or height or at most
+// 1×1 px. A native control hidden that way whose `<label>` is shown stays listed: a person operates it
+// through the label (the visually-hidden checkbox of a custom-drawn one). Options and areas have no box of
+// their own (their select or map decides).
+function notShown(el, tag) {
+  if (upFacts(el).hidden) return true;
+  if (tag === "option" || tag === "optgroup" || tag === "area") return false;
+  if (!clippedOrEmpty(el)) return false;
+  return !labelShown(el);
+}
+function clippedOrEmpty(el) {
+  if (warming(el)) return false; // the warm-up's inert document has no boxes
+  const own = clipFacts(el);
+  if (own && own.zero) return true;
+  if (!(own && own.fixed) && clipsAbove(el).zero) return true;
+  const st = styleOf(el);
+  if (st) {
+    const path = st.raw.clipPath;
+    if (path && path !== "none" && /^inset\((?:5\d|[6-9]\d|100)(?:\.\d+)?%\)$/.test(path)) return true;
+  }
+  return sizedToNothing(el, st);
+}
+function sizedToNothing(el, st) {
+  const r = el.getBoundingClientRect();
+  if (hasArea(r)) return false;
+  // A box of no area may still show content that overflows it (an inline element around a block, floats,
+  // display:contents), unless it clips its own overflow.
+  if (st && st.display !== "contents") {
+    const raw = st.raw;
+    const clips = (v) => v === "hidden" || v === "clip" || v === "scroll" || v === "auto";
+    if (clips(raw.overflowX) && clips(raw.overflowY)) return true;
+  }
+  if (!el.firstChild) return true;
+  const range = el.ownerDocument.createRange();
+  range.selectNodeContents(el);
+  return !hasArea(range.getBoundingClientRect());
+}
+function hasArea(r) {
+  return r.width > 0 && r.height > 0 && (r.width > 1 || r.height > 1);
+}
+function labelShown(el) {
+  let labels = null;
+  try {
+    labels = el.labels;
+  } catch (e) {
+    labels = null;
+  }
+  if (!labels || !labels.length) return false;
+  for (const label of labels) {
+    const st = styleOf(label);
+    if (st && isRendered(label) && st.visibility === "visible" && !upFacts(label).hidden && !clippedOrEmpty(label)) {
+      return true;
+    }
+  }
+  return false;
 }
