@@ -62,18 +62,21 @@ def test_three_pages_then_clicks_on_first_page_refs(page: Page, fixtures_site: S
 
 
 def test_stale_cursors_are_refused(page: Page, fixtures_site: Site) -> None:
-    """Guards cursor refusals: STALE_SNAPSHOT for a cursor already continued, after the document changed
-    (decided by the renderer), after a newer snapshot and after the host invalidated the tab's refs;
-    INVALID_PARAMS for a cursor never issued and for a cursor with a scope."""
+    """Guards cursor refusals: STALE_SNAPSHOT for a cursor already continued, after a newer snapshot and
+    after the host invalidated the tab's refs; INVALID_PARAMS for a cursor never issued and for a cursor
+    with a scope, include, find or since. A changed document alone no longer stops a cursor (§9 v1.2)."""
     g = open_tab(page, fixtures_site, "links2000.html")
     first = g.snapshot(maxElements=50)
     second = g.snapshot(cursor=first["next"], maxElements=50)
     g.refused("STALE_SNAPSHOT", "tab.snapshot", cursor=first["next"])  # already continued
     g.refused("INVALID_PARAMS", "tab.snapshot", cursor="s999p2")  # never issued
     g.refused("INVALID_PARAMS", "tab.snapshot", cursor=second["next"], scope=first["elements"][0]["ref"])
-    # a changed document (same generation, no invalidation reached the engine): the renderer refuses
+    for extra in ({"include": "controls"}, {"include": "all"}, {"find": {"role": "link"}}, {"since": "s1"}):
+        g.refused("INVALID_PARAMS", "tab.snapshot", cursor=second["next"], **extra)
+    # a changed document (same generation, no invalidation reached the engine) is read on (§9 v1.2)
     page.evaluate("document.querySelector('h1').textContent = 'Changed'")
-    g.refused("STALE_SNAPSHOT", "tab.snapshot", cursor=second["next"])
+    third_page = g.snapshot(cursor=second["next"], maxElements=50)
+    assert third_page["snapshot"] == first["snapshot"] and len(third_page["elements"]) == 50
     # a newer snapshot makes the older one's cursor stale
     again = g.snapshot(maxElements=50)
     g.snapshot(maxElements=50)
