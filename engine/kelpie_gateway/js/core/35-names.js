@@ -37,7 +37,8 @@ function cssString(body) {
 // The computed `content` of a pseudo-element, as text for a name (accname 1.2 step 2F.ii with CSS Generated
 // Content 3): strings and attr() contribute; an image — url(), image-set(), a gradient or any other function
 // — contributes nothing, never its URL; counters and quotes are not computed (nothing). After a top-level
-// `/` comes the alternative text, which replaces everything before it (`url(x) / ""` contributes nothing).
+// `/` comes the alternative text, which replaces everything before it (`url(x) / ""` contributes nothing),
+// set apart by spaces.
 function parseContent(value, el) {
   const tokens = [];
   let alt = null;
@@ -84,7 +85,11 @@ function parseContent(value, el) {
       }
     }
   }
-  return (alt !== null ? alt : tokens).join("");
+  if (alt === null) return tokens.join("");
+  // The alternative text stands apart from the element's text, as Chromium names it ("Star Rating" for
+  // `url(star.svg) / "Star"` before "Rating"): an alternative names the content as a whole, like an image.
+  const text = alt.join("");
+  return text ? " " + text + " " : "";
 }
 function pseudoText(el, which) {
   const st = styleOf(el, which);

@@ -41,8 +41,10 @@ function isDragSource(el) {
   const cls = el.getAttribute("class");
   return cls !== null && DRAG_HANDLE_CLASS.test(cls);
 }
+// Listed for what they tell, not as controls (the last priority class): headings, named images, and the
+// progress bars and meters whose `value` (§9 v1.2) says where something stands.
 function isNotable(el, tag, role) {
-  return role === "heading" || (role === "img" && tag === "img");
+  return role === "heading" || (role === "img" && tag === "img") || role === "progressbar" || role === "meter";
 }
 // Heuristic for a closed shadow root (unreadable from any script): a possible host with no open root whose
 // rendered box holds content its light DOM does not explain.
@@ -148,7 +150,7 @@ function hasLightContent(el) {
 // images); without attributes, `span`, `p` and `blockquote` have a role that is never listed and matter
 // only as a possible closed shadow host, like custom elements.
 const BARE_LISTED_TAGS = new Set(["button", "datalist", "h1", "h2", "h3", "h4", "h5", "h6", "img", "input",
-  "option", "select", "summary", "textarea"]);
+  "meter", "option", "progress", "select", "summary", "textarea"]);
 const SHADOW_SUSPECT_TAGS = new Set(["blockquote", "p", "span"]);
 // Table parts whose role depends on their table (a grid's cells are gridcells, a treegrid's rows are listed).
 const GRID_PART_TAGS = new Set(["td", "tr"]);
