@@ -19,17 +19,23 @@ from .mcp import PROTOCOL_VERSIONS as MCP_PROTOCOL_VERSIONS
 from .mcp import http_refusal as mcp_http_refusal
 from .mcp import rpc_error as jsonrpc_error
 from .reader import (
+    FRAME_TAG_FUNCTION,
+    FRAME_WANTS,
     WORLD_NAME,
     bundle_missing,
     bundle_slot,
     fill_script,
     find_text_script,
     focus_script,
+    frame_compose_script,
+    frame_part_script,
     kept_script,
     new_document_script,
     pointer_aim_script,
+    pointer_frame_script,
     pointer_report_script,
     preload_script,
+    script_parameters,
     scroll_script,
 )
 from .schema import NATIVE_ENDPOINTS
@@ -46,6 +52,8 @@ from .version import __version__ as VERSION
 __all__ = [
     "CREDENTIAL_PARAMETERS",
     "CREDENTIAL_SUFFIXES",
+    "FRAME_TAG_FUNCTION",
+    "FRAME_WANTS",
     "MCP_PROTOCOL_VERSIONS",
     "MCP_STATELESS_VERSIONS",
     "NATIVE_ENDPOINTS",
@@ -61,16 +69,20 @@ __all__ = [
     "fill_script",
     "find_text_script",
     "focus_script",
+    "frame_compose_script",
+    "frame_part_script",
     "is_credential_parameter",
     "jsonrpc_error",
     "kept_script",
     "mcp_http_refusal",
     "new_document_script",
     "pointer_aim_script",
+    "pointer_frame_script",
     "pointer_report_script",
     "preload_script",
     "redact_url",
     "redact_urls_in",
+    "script_parameters",
     "scroll_script",
 ]
 """``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
@@ -96,6 +108,11 @@ world of every new top-level document as it is created (CDP ``Page.addScriptToEv
 generated script for a world that already holds its bundle — the same function run with the same parameters,
 without shipping the bundle again; where the world does not hold it, nothing runs and ``bundle_missing`` is
 true of its value, and the host evaluates the whole script instead (docs/reader.md "Loading the bundles").
+``FRAME_TAG_FUNCTION``, ``FRAME_WANTS``, ``frame_part_script``, ``frame_compose_script`` and
+``script_parameters(script) -> (bundle, params) | None``: for a host that reads every frame in its own world
+(CONTRACT.md §9 v1.2 "Frames"; docs/reader.md "Frames", docs/host.md "Frames"): tag a document's frames in
+its world, read the frames a snapshot wants as parts, give the outcomes back, and route a script to the
+world its handle's registry lives in.
 ``mcp_http_refusal(body, headers)``: the HTTP-only MCP rules (``MCP-Protocol-Version``, ``Mcp-Method`` and
 ``Mcp-Name`` agree with the body, CONTRACT.md §7 v1.1) a host serving ``/mcp`` checks before ``begin_mcp``:
 ``None``, or ``{"httpStatus", "response"}`` to send instead.

@@ -70,6 +70,7 @@ def config_json_schema() -> JsonObject:
             "allowActions": {"type": "boolean"},
             "requireAuthorization": {"type": "boolean"},
             "realm": {"enum": ["isolated", "page"]},
+            "mcpTools": {"enum": ["compact", "full"]},
             "pinnedTab": {"type": ["string", "null"], "minLength": 1, "maxLength": 256},
             "retirementGraceMs": {"type": "integer", "minimum": 0, "maximum": RETIREMENT_GRACE_MAX_MS},
             "extensions": {
@@ -171,6 +172,9 @@ class Config:
     retirement_grace_ms: int
     include: tuple[str, ...] | None
     exclude: tuple[str, ...]
+    mcp_tools: str = "compact"
+    """``mcpTools``: ``compact`` (the four tools, default) or ``full`` (also one MCP tool per admitted
+    method and extension, issue 34; docs/mcp.md "The full catalogue")."""
 
     def filter_admits(self, name: str) -> bool:
         """``extensionFilter``: exclude wins; no include list admits every name (fnmatch globs)."""
@@ -242,6 +246,9 @@ def plainly_valid(data: dict[str, Any]) -> bool:
                 return False
         elif key == "realm":
             if value not in ("isolated", "page") or type(value) is not str:
+                return False
+        elif key == "mcpTools":
+            if value not in ("compact", "full") or type(value) is not str:
                 return False
         elif key == "pinnedTab":
             if value is not None and (type(value) is not str or not 1 <= len(value) <= 256):
@@ -369,4 +376,5 @@ def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
         retirement_grace_ms=data.get("retirementGraceMs", RETIREMENT_GRACE_DEFAULT_MS),
         include=None if include is None else tuple(include),
         exclude=tuple(flt.get("exclude", [])),
+        mcp_tools=data.get("mcpTools", "compact"),
     )

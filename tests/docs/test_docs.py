@@ -278,6 +278,10 @@ PROBES: dict[str, Callable[[], bool]] = {
     "remote browsers (`--browser-endpoint`, `--browser-header`)": _flag("--browser-endpoint"),
     "files (`upload_file`, `--upload-dir`, `--downloads-dir`, `pdf`)": _flag("--upload-dir"),
     "read-only lane extensions (`console_messages`, `network_requests`, …)": _extensions("console_messages"),
+    "stdio in arrival order": lambda: getattr(
+        importlib.import_module("kelpie_gateway.host.stdio"), "REQUEST_ORDER", None
+    )
+    == "arrival",
     "site policy for every request of every target": lambda: (
         importlib.util.find_spec("kelpie_gateway.host.policy_proxy") is not None
     ),

@@ -77,6 +77,8 @@ class BrowserOptions:
     read_only: bool = False
     extensions_include: list[str] | None = None
     extensions_exclude: list[str] = field(default_factory=list)
+    tools: str = "compact"
+    """``--tools``: the gateway config's ``mcpTools`` (``compact`` or ``full``)."""
     viewport: tuple[int, int] | None = None
     audit_log: Path | None = None
     audit_max_bytes: int = DEFAULT_MAX_BYTES
@@ -234,6 +236,8 @@ def _settings(opts: BrowserOptions, browser: bool) -> tuple[dict[str, Any], Host
         include=opts.extensions_include,
         exclude=opts.extensions_exclude,
     )
+    if opts.tools != "compact":
+        config["mcpTools"] = opts.tools
     chosen: dict[str, Any] = {}
     if opts.config_file is not None:
         source = f"--config {opts.config_file}"

@@ -320,6 +320,7 @@ def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
         "read_only": args.read_only,
         "extensions_include": _globs(args.extensions_include),
         "extensions_exclude": _globs(args.extensions_exclude) or [],
+        "tools": args.tools,
         "viewport": args.viewport,
         **_transport_options(args),
     }
@@ -557,6 +558,12 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument(
         "--extensions-exclude", help="comma-separated globs of extension names to hide (wins over include)"
+    )
+    cmd.add_argument(
+        "--tools",
+        choices=("compact", "full"),
+        default="compact",
+        help="MCP tools/list: the four compact tools (default), or 'full': also one tool per method and extension",
     )
     cmd.add_argument(
         "--viewport",

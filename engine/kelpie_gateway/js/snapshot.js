@@ -6,13 +6,20 @@
 // v1.1). `token` names this read (the engine passes it back as P.since).
 //
 // P: {key, maxChars, maxElements, scope?: handle, cursor?: {snapshot, textAt, elementAt},
-//     include?: "controls", find?: {role?, name?, text?}, since?: token}.
+//     include?: "controls", find?: {role?, name?, text?}, since?: token} from the engine; a host that
+// reads frames adds `part: true` (answer as a part of a composite) or sends `frames: [[frame, outcome],
+// …]` (the answers for what the last answer wanted): core/80-frames.js, docs/reader.md "Frames". A plain
+// read that meets frames the host reads in their own worlds answers {kelpieFrames: wants} until the host
+// has given it what it needs; `include`, `find` and `since` reads never compose frames: a hosted frame is
+// its element's placeholder (unreadable "unavailable") there (docs/reader.md "Frames and v1.2 reads").
 // A new snapshot (with or without scope) replaces the registry's nodes and the kept read; a
 // continuation adds its nodes (earlier pages' handles stay valid) and reads the kept read's captured
 // order (§9 v1.2): elements removed since are skipped and counted (`removed`), elements added since are
-// not in it, its text resumes where the previous page stopped. It is refused STALE_SNAPSHOT only when the
+// not in it, its text resumes where the previous page stopped. It is refused STALE_SNAPSHOT when the
 // kept read is not the cursor's (a newer snapshot, a history traversal clearing the registry, a new
-// document: the engine refuses invalidated refs and new generations before that).
+// document: the engine refuses invalidated refs and new generations before that) and — for a composite
+// (a read with hosted frames, or a part) — when the document changed at all since: a composite's text
+// positions and its parts' ranks hold only for an unchanged document.
 
 // Elements added to the trees the read looked into after it (not moved ones: a node removed and put back
 // was there before) are not part of the snapshot: a MutationObserver on every root remembers them.
@@ -25,18 +32,30 @@ function watch(snap) {
       for (const n of r.addedNodes) if (n.nodeType === 1 && !known.has(n)) fresh.add(n);
     }
   };
-  const obs = new MutationObserver(note);
+  // A composite (`snap.strict`) notes any change at all: its continuation is refused after one.
+  const watched = (records) => {
+    if (snap.strict && records.length) snap.changed = true;
+    note(records);
+  };
+  const obs = new MutationObserver(watched);
+  const what = snap.strict ? { subtree: true, childList: true, attributes: true, characterData: true }
+    : { subtree: true, childList: true };
   for (const root of snap.rec.roots) {
     try {
-      obs.observe(root, { subtree: true, childList: true });
+      obs.observe(root, what);
     } catch (e) {
       // a tree that cannot be watched: what is added there is read as if it had been there
+      if (snap.strict) snap.changed = true; // and a composite cannot promise an unchanged document
     }
   }
   snap.observer = obs;
   snap.fresh = (el) => {
-    note(obs.takeRecords());
+    watched(obs.takeRecords());
     return fresh.has(el);
+  };
+  snap.stale = () => {
+    watched(obs.takeRecords());
+    return snap.changed;
   };
 }
 
@@ -79,6 +98,12 @@ function continuation(reg, P) {
   const snap = reg.snap;
   if (!snap || snap.token !== at.snapshot) {
     return fail("STALE_SNAPSHOT", "the page was reloaded or read again since this snapshot; take a new tab.snapshot", false);
+  }
+  if (snap.frames) {
+    if (snap.stale()) {
+      return fail("STALE_SNAPSHOT", "the document changed since this snapshot; take a new tab.snapshot", false);
+    }
+    return continueFrames(reg, snap, P);
   }
   if (!(at.textAt >= 0 && at.elementAt >= 0 && at.elementAt <= snap.rec.order.length)) {
     return fail("RENDERER_FAILED", "the continuation position is outside this snapshot", false);
@@ -162,16 +187,18 @@ function warmUp(P) {
 // A snapshot runs no page code from its start to its answer: all of it is `frozen` (core.js), so the facts
 // that cannot change meanwhile are read once.
 async function main(P) {
-  return frozen(() => (P.warm === true ? warmUp(P) : read(P)));
+  return frozen(() => (P.warm === true ? warmUp(P) : P.frames ? composeFrames(P) : read(P)));
 }
 
 // The kept read that replaces the registry's: a new token, its record, and what `since` compares with.
-function keep(reg, rec, baseText) {
+// `strict`: a composite (core/80-frames.js), whose continuation needs an unchanged document.
+function keep(reg, rec, baseText, strict) {
   if (reg.snap && reg.snap.observer) reg.snap.observer.disconnect();
   reg.nodes.clear();
   reg.snaps = (reg.snaps || 0) + 1;
   const snap = { token: reg.nonce + "-" + reg.snaps.toString(36), rec, observer: null, fresh: null,
-    seen: new Map(), captured: rec.all || rec.order, baseText, baseComplete: false, baseGrows: false };
+    seen: new Map(), captured: rec.all || rec.order, baseText, baseComplete: false, baseGrows: false,
+    strict: !!strict, changed: false, stale: null };
   reg.snap = snap;
   watch(snap);
   return snap;
@@ -181,6 +208,7 @@ function keep(reg, rec, baseText) {
 // matches and the lines around them), or everything. `base`: the text a later `since` compares with
 // ({text, complete}; null for none; for a plain snapshot, what its pages deliver).
 function readFor(start, P, flags) {
+  if (P.part === true) return { rec: readRecord(start, P.maxChars, { frames: true }), base: "grows" };
   if (P.include === "controls" && !P.find) {
     const rec = readRecord(start, 0, { text: false });
     rec.all = rec.order;
@@ -199,7 +227,7 @@ function readFor(start, P, flags) {
     rec.mode = controls ? "none" : "fixed";
     return { rec, base };
   }
-  return { rec: readRecord(start, P.maxChars), base: "grows" };
+  return { rec: readRecord(start, P.maxChars, { frames: true }), base: "grows" };
 }
 
 function read(P) {
@@ -213,9 +241,11 @@ function read(P) {
   }
   const flags = { truncated: false };
   const { rec, base } = readFor(start, P, flags);
-  const snap = keep(reg, rec, base === null ? null : base === "grows" ? "" : base.text);
-  snap.baseGrows = base === "grows";
+  const composite = rec.frames && (rec.slots.length > 0 || P.part === true);
+  const snap = keep(reg, rec, base === null ? null : base === "grows" ? "" : base.text, composite);
+  snap.baseGrows = base === "grows" && !composite; // a composite's `since` compares its own text (rec.text)
   if (base !== null && base !== "grows") snap.baseComplete = base.complete;
+  if (composite) return startFrames(reg, snap, P);
   const out = answer(reg, snap, 0, 0, P, false);
   if (flags.truncated && !out.error) out.truncated = true;
   return out;
@@ -238,8 +268,11 @@ function sinceRead(reg, P) {
     return fail("STALE_SNAPSHOT", "the element that snapshot was scoped to is gone; take a new tab.snapshot", false);
   }
   const controls = P.include === "controls";
-  const withText = !controls && old.baseText !== null;
-  const bound = withText ? Math.min(TEXT_STORE_MAX, old.baseText.length + P.maxChars) : 0;
+  // A composite compares this document's own text as it read it (a hosted frame's text is not compared).
+  const baseText = old.frames ? old.rec.text : old.baseText;
+  const baseComplete = old.frames ? old.rec.textComplete : old.baseComplete;
+  const withText = !controls && baseText !== null;
+  const bound = withText ? Math.min(TEXT_STORE_MAX, baseText.length + P.maxChars) : 0;
   const rec = readRecord(start, bound, withText ? { positions: !!P.find } : { text: false });
   const flags = { truncated: false };
   const f = P.find ? finder(rec, P.find, flags) : null;
@@ -284,7 +317,7 @@ function sinceRead(reg, P) {
   }
   let lines = { added: [], removed: [] };
   if (withText) {
-    lines = textChanges(old.baseText, old.baseComplete, rec.text, rec.textComplete);
+    lines = textChanges(baseText, baseComplete, rec.text, rec.textComplete);
     if (P.find && typeof P.find.text === "string") {
       const needle = norm(P.find.text);
       lines = { added: lines.added.filter((l) => norm(l).includes(needle)),

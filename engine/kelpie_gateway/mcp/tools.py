@@ -163,6 +163,42 @@ def list_tools(gw: GatewayCore) -> list[JsonObject]:
                 "annotations": {"readOnlyHint": not mutating},
             },
         ]
+    if gw.config.mcp_tools == "full":
+        tools += full_catalogue(gw)
+    return tools
+
+
+def full_catalogue(gw: GatewayCore) -> list[JsonObject]:
+    """``mcpTools: "full"`` (``--tools full``, issue 34): one tool per admitted method (named after it, its
+    arguments the method's params) and per admitted extension (its own name and inputSchema), after the
+    compact four, for clients that prefer direct tools. Calling one is the same transaction as through
+    ``kelpie_browser_control`` / ``kelpie_extension``."""
+    cfg = gw.config
+    tab_required = cfg.targeting == "direct" and cfg.pinned_tab is None
+    tools: list[JsonObject] = []
+    for name in gw.catalog.methods:
+        m = METHODS[name]
+        if name == "extension.call":
+            continue  # each extension is its own tool below
+        tools.append(
+            {
+                "name": name,
+                "title": name,
+                "description": m.summary,
+                "inputSchema": params_json_schema(m, tab_required=tab_required and m.tab_scoped),
+                "annotations": {"readOnlyHint": not m.mutates, "openWorldHint": True},
+            }
+        )
+    for ext in gw.catalog.extensions.values():
+        tools.append(
+            {
+                "name": ext.name,
+                "title": ext.name,
+                "description": ext.description,
+                "inputSchema": jsonio.clone(ext.input_schema),
+                "annotations": {"readOnlyHint": not ext.mutates},
+            }
+        )
     return tools
 
 

@@ -16,7 +16,7 @@ from .. import jsonio
 from ..config import NAME_PATTERN
 from ..errors import JsonObject, failure, success
 from ..gateway import GatewayCore, Render
-from ..schema import MAX_EXTENSION_TOOL_NAMES
+from ..schema import MAX_EXTENSION_TOOL_NAMES, METHODS
 from .protocol import INVALID_PARAMS, RpcError, rpc_error, rpc_result
 from .tools import TOOL_BROWSER, TOOL_EXTENSION, TOOL_EXTENSION_TOOLS, TOOL_EXTENSIONS
 
@@ -105,6 +105,10 @@ def tools_call(
             )
         envelope = success(rid, {"tools": [_describe(gw, n) for n in names]})
         return gw.complete_now(envelope, lambda e: finish(tool_response(rid, e)), "tools/call")
+    if gw.config.mcp_tools == "full" and name in gw.catalog.methods and name != "extension.call":
+        request = {"version": 1, "id": rid, "method": name, "params": arguments}
+        image = name == "tab.screenshot"
+        return gw.begin_parsed(request, lambda e: finish(tool_response(rid, e, image=image)))
     return _direct_call(gw, rid, name, arguments, finish)
 
 
@@ -137,7 +141,7 @@ def _direct_call(
     """An extension called by its own name. Not admitted (unknown, filtered, method not native, mutating
     with actions disabled) -> the engine refuses EXTENSION_NOT_ADMITTED, rendered as ``-32602`` unknown
     tool; arguments its ``inputSchema`` refuses -> ``-32602`` invalid arguments (nothing dispatched)."""
-    unknown = f"unknown tool: {name[:100]!r}"
+    unknown = unknown_tool(gw, name)
     if not _NAME_RE.match(name):
         raise RpcError(INVALID_PARAMS, unknown, "EXTENSION_NOT_ADMITTED")
     ext = gw.catalog.extensions.get(name)
@@ -154,6 +158,22 @@ def _direct_call(
         return finish(tool_response(rid, envelope))
 
     return _extension_call(gw, rid, name, arguments, render)
+
+
+def unknown_tool(gw: GatewayCore, name: str) -> str:
+    """The ``-32602`` message for a tool name nothing answers to, naming the tool to call instead (issue 34):
+    a method name points at ``kelpie_browser_control``, anything else at ``kelpie_extensions`` (which lists
+    the admitted extension names). One line, the name quoted and cut to 100 characters."""
+    quoted = repr(name[:100])
+    if name in METHODS:
+        return (
+            f"unknown tool {quoted}: a method is not a tool; call {TOOL_BROWSER} "
+            f'{{method:"{name}", params:{{…}}}}'
+        )
+    return (
+        f"unknown tool {quoted}: the tools are {TOOL_BROWSER} (methods) and {TOOL_EXTENSION} "
+        f"{{name, arguments}}; {TOOL_EXTENSIONS} lists the extension names"
+    )
 
 
 def _describe(gw: GatewayCore, name: str) -> JsonObject:

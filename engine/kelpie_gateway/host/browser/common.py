@@ -34,6 +34,12 @@ class Tab:
     generation: int = 0
     title: str = ""
     crashed: bool = False
+    frame_crashed: bool = False
+    """An out-of-process frame's renderer crashed: Playwright then treats the whole page as crashed (no
+    ``goto``, no ``evaluate``) while its main frame runs on, read and acted on over CDP; the next
+    ``navigate`` gives the tab a fresh page (docs/host.md "Frames: every frame in its own world")."""
+    main_gone: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    """Set when the tab's own CDP session hears its main frame's renderer crash (``Inspector.targetCrashed``)."""
     cdp: CDPSession | None = None
     """The tab's CDP session (one per page), opened by the isolated world part; None until it is open and
     after a crash. Whoever needs a session to the tab's target (stopping a script) uses this one."""

@@ -1,13 +1,16 @@
 // Walk the flat tree (open shadow roots, slots, same-origin frames) in document order.
 // Calls cb.text(str, pre) for visible text, cb.block() at block boundaries, cb.element(el, info) for
 // every rendered, visible element outside value contexts (info = {tag, role, interactive, notable,
-// unreadable, pointer}) and, when given, cb.elementEnd(info) after its subtree. Returns true when the walk
-// was cut (depth bound). `opts`: {text: false (read no text at all), seek: [nodes] (resume a text walk:
-// go down this flat-tree path from the root without reading what comes before it; makeTextSink),
-// skip(el) (elements not to enter: those added since a snapshot's first read)}. While text is read,
-// cb.open(node)/cb.close() bracket every node text may come from (the sink's positions).
+// unreadable, pointer, hosted?}), cb.elementEnd(info) (when given) after its subtree, and — when `cb.frame`
+// is given — cb.frame(el, inner) where a frame the host reads in its own world (a tagged one,
+// core/80-frames.js) goes, instead of entering it. Returns true when the walk was cut (depth bound).
+// `opts`: {text: false (read no text at all), seek: [nodes] (resume a text walk: go down this flat-tree
+// path from the root without reading what comes before it; makeTextSink), skip(el) (elements not to
+// enter: those added since a snapshot's first read)}. While text is read, cb.open(node)/cb.close()
+// bracket every node text may come from (the sink's positions).
 function walkDocument(doc, cb, start, elements, opts) {
   let cut = false;
+  const inline = { count: 0 }; // same-origin frames entered by this walk (core/80-frames.js limits)
   const seekPath = opts && opts.seek ? opts.seek : null;
   let seekAt = 0;
   // The path child to start `owner`'s children at while a resumed walk goes down its path, else null.
@@ -141,13 +144,20 @@ function walkDocument(doc, cb, start, elements, opts) {
     let unreadable = null;
     let frameDoc = null;
     let listed = null;
+    let hosted = false; // read by the host in the frame's own world (core/80-frames.js)
     if (tag === "iframe" || tag === "frame") {
-      try {
-        frameDoc = el.contentDocument;
-      } catch (e) {
-        frameDoc = null;
+      hosted = !!cb.frame && frameTag(el) !== null;
+      if (hosted) {
+        unreadable = "unavailable"; // until the host has read it
+      } else {
+        try {
+          frameDoc = el.contentDocument;
+        } catch (e) {
+          frameDoc = null;
+        }
+        if (!frameDoc || !frameDoc.documentElement) unreadable = frameDoc ? null : "cross-origin-frame";
+        else if (inlineFrameCut(el, inline)) [unreadable, frameDoc] = ["limit", null];
       }
-      if (!frameDoc || !frameDoc.documentElement) unreadable = frameDoc ? null : "cross-origin-frame";
     } else if (ctx.elements && closedShadowSuspect(el, tag, st) && !el.shadowRoot) {
       unreadable = "closed-shadow-root";
     }
@@ -158,6 +168,7 @@ function walkDocument(doc, cb, start, elements, opts) {
       if (pointer) interactive = true;
       if ((interactive || notable || unreadable) && st.visibility === "visible" && !notShown(el, tag)) {
         listed = { tag, role, interactive: interactive || !!unreadable, notable, unreadable, pointer };
+        if (hosted) [listed.hosted, listed.ownInteractive] = [true, interactive];
         cb.element(el, listed);
         if (tag === "select") listOptions(el, cb);
       }
@@ -169,7 +180,9 @@ function walkDocument(doc, cb, start, elements, opts) {
     else if (ctx.text && !cb.full() && textSecured(el)) inner = { text: false, elements: ctx.elements };
     if (block && inner.text) cb.block();
     else if (atomic && inner.text) cb.space();
-    if (frameDoc && frameDoc.documentElement) {
+    if (hosted) {
+      if (inner.text || inner.elements) cb.frame(el, inner);
+    } else if (frameDoc && frameDoc.documentElement) {
       if (cb.root) cb.root(frameDoc);
       seekChild(el);
       visit(frameDoc.documentElement, depth + 1, inner, null);

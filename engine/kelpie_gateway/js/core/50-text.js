@@ -74,6 +74,12 @@ function makeTextSink(maxChars, resume) {
     },
     close() { stack.pop(); },
     seeking() { return seeking; },
+    // Where a hosted frame's text goes (core/80-frames.js): a block boundary before and after it, as the
+    // inline walk's <html>/<body> blocks make; answers the position in this page's text.
+    mark() {
+      if (!seeking && pend < 2) pend = 2;
+      return Math.max(0, pos);
+    },
     // The text cut to maxChars (never inside a pair) and whether anything was cut.
     result() {
       const r = cutUnits(out.join(""), maxChars);

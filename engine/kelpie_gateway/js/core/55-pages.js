@@ -27,18 +27,23 @@ function priorityClass(info) {
 
 // Read `start` (an element or shadow root; null = the whole document), its text up to `textBound` units.
 // `opts`: {text: false} reads no text (mode "none"); {positions: true} gives every element the offsets of
-// its subtree's text (`textStart`, `textEnd`). Returns {url, title, headCut, start, root, text,
-// textComplete, walkCut, order:[info], roots, sink, mode: "live"|"none", positions: Map} where `order`
-// lists every candidate element in priority order (info.cls: its class) and `roots` are the trees the
-// read looked into (the document, open shadow roots, same-origin frame documents).
+// its subtree's text (`textStart`, `textEnd`); {frames: true} records a slot where a frame the host reads
+// in its own world goes (the snapshot's composite reads, core/80-frames.js) — without it such a frame is
+// its element's placeholder (unreadable "unavailable") and is never entered. Returns {url, title, headCut,
+// start, root, text, textComplete, walkCut, order:[info], roots, slots, frames, sink, mode: "live"|"none",
+// positions: Map} where `order` lists every candidate element in priority order (info.cls: its class),
+// `roots` are the trees the read looked into (the document, open shadow roots, same-origin frame
+// documents) and `slots` the hosted frames (none without `frames`).
 function readRecord(start, textBound, opts) {
   const doc = document;
   const noText = !!(opts && opts.text === false);
   const positions = !!(opts && opts.positions);
+  const frames = !!(opts && opts.frames);
   const sink = makeTextSink(noText ? 0 : textBound);
   const classes = [];
   for (let i = 0; i < CLASS_COUNT; i++) classes.push([]);
   const roots = [doc];
+  const slots = [];
   let order = 0;
   const cb = Object.assign(sinkCallbacks(sink), {
     root: (r) => roots.push(r),
@@ -49,6 +54,7 @@ function readRecord(start, textBound, opts) {
       if (positions) info.textStart = sink.length();
       classes[info.cls].push(info);
     },
+    frame: frames ? (el, inner) => slots.push(frameSlot(el, inner, sink, order)) : placeFrame(sink),
   });
   if (positions) cb.elementEnd = (info) => { info.textEnd = sink.length(); };
   const walkCut = walkDocument(doc, cb, start, true, noText ? { text: false } : null);
@@ -57,9 +63,38 @@ function readRecord(start, textBound, opts) {
   const title = cutUnits(wellFormed(flat(doc.title || "")), TITLE_MAX);
   return {
     url: url.text, title: title.text, headCut: url.cut || title.cut, start, root: start || doc.documentElement,
-    text: t.text, textComplete: !t.cut, walkCut, order: [].concat(...classes), roots, sink,
+    text: t.text, textComplete: !t.cut, walkCut, order: [].concat(...classes), roots, slots, frames, sink,
     mode: noText ? "none" : "live", positions: new Map(),
   };
+}
+
+// A frame the host reads in its own world, met by a read that does not compose frames (include, find,
+// since, a continuation's text): its element is a placeholder and its text is not read, but the text
+// keeps the block boundaries a slot makes, so every read of a document cuts the same text.
+function placeFrame(sink) {
+  return (el, inner) => {
+    if (inner.text) sink.mark();
+  };
+}
+
+// Make a composite's `rec.text` reach past unit `upto` (or be complete): the first read collects only the
+// first page's text; a continuation that needs more walks the text again — the same text, since a
+// composite's continuation is refused once the document changed — with a doubled bound.
+function ensureText(rec, upto) {
+  if (rec.textComplete || rec.text.length > upto || rec.text.length >= TEXT_STORE_MAX) return;
+  const bound = Math.min(TEXT_STORE_MAX, Math.max(upto, rec.text.length * 2));
+  const sink = makeTextSink(bound);
+  walkDocument(document, {
+    text: (d, pre) => sink.text(d, pre),
+    block: () => sink.block(),
+    space: () => sink.space(),
+    full: () => sink.full(),
+    newline: () => sink.newline(),
+    frame: rec.frames ? frameTextHook(rec, sink) : placeFrame(sink),
+  }, rec.start, false);
+  const t = sink.raw();
+  rec.text = t.text;
+  rec.textComplete = !t.cut;
 }
 
 // The text of a page from unit `textAt` of the snapshot's text, at most `maxChars` units: `rec.mode`
@@ -92,7 +127,8 @@ function textPage(rec, textAt, maxChars, skip) {
       position = null;
     } else {
       const sink = makeTextSink(bound, from);
-      walkDocument(document, sinkCallbacks(sink), rec.start, false, { seek: from.path, skip });
+      const cb = Object.assign(sinkCallbacks(sink), { frame: placeFrame(sink) });
+      walkDocument(document, cb, rec.start, false, { seek: from.path, skip });
       const t = sink.raw();
       const cut = cutUnits(wellFormed(t.text), bound);
       text = cut.text;
