@@ -9,7 +9,8 @@ coordinator turns it into the ``complete`` step. Nothing here changes a lane, a 
   and direct targeting (TAB_REQUIRED). Returns the lane, whether it mutates, the extension and the target
   tab.
 * :meth:`Admission.check` — the refs a request carries (the ref store's codes), a tab known to be closed
-  (TAB_NOT_FOUND), a snapshot's ``scope``, ``cursor`` and ``since``, and RECONCILE_REQUIRED. Run at ``begin`` and
+  (TAB_NOT_FOUND), a snapshot's ``scope``, ``cursor`` and ``since`` (an observer's: INVALID_PARAMS, it has
+  none of them, nor ``include``/``find``), and RECONCILE_REQUIRED. Run at ``begin`` and
   again before the main dispatch and before a tab switch: an ``authorize`` step or an inspection may have
   let the tab change meanwhile.
 * :meth:`Admission.switch` — whether selected targeting may switch tabs for a transaction (TAB_NOT_SELECTED,
@@ -87,7 +88,9 @@ class Admission:
                         "TAB_PINNED", f"this session is pinned to tab {pin!r}; {tab_id!r} is refused"
                     )
             if tab_id is None and self._config.targeting == "direct":
-                raise Refusal("TAB_REQUIRED", f"{name} needs params.tabId (direct targeting)")
+                raise Refusal(
+                    "TAB_REQUIRED", f"{name} needs params.tabId (direct targeting): get one from tabs.list"
+                )
         return lane, mutates, ext, tab_id, mutates or ext is not None or name in _GUARDED
 
     def _refusal_message(self, code: str, name: str) -> str:
@@ -108,6 +111,8 @@ class Admission:
         if txn.ext is not None:
             self.handles(txn, tab_id)
         if txn.method == "tab.snapshot":  # scope, cursor, since are refused before anything runs (§9)
+            if self._config.observer:
+                self.refuse_anchor(params)
             if any(params.get(k) is not None for k in ("cursor", "scope", "since")):
                 self.refuse_closed(tab_id)
             natives.snapshot_anchor(params, tab_id or "", self._ctx)
@@ -136,6 +141,19 @@ class Admission:
                 "TAB_NOT_SELECTED", f"tab {wanted!r} is not selected and this host cannot switch tabs"
             )
         self.check(txn, wanted)
+
+    @staticmethod
+    def refuse_anchor(params: JsonObject) -> None:
+        """An observer (config ``observer: true``, §9 v1.2) issues no refs, no cursor and no snapshot id, and
+        reads the whole tab in one page: a snapshot naming a ``scope``, ``cursor``, ``since``, ``include`` or
+        ``find`` is refused INVALID_PARAMS before anything runs (docs/contract-notes.md "Observers")."""
+        for name in ("scope", "cursor", "since", "include", "find"):
+            if params.get(name) is not None:
+                raise Refusal(
+                    "INVALID_PARAMS",
+                    f"/params/{name}: this gateway is an observer (one-shot reads without refs or cursors, "
+                    "CONTRACT.md §9 v1.2): read the whole tab without it",
+                )
 
     def refuse_closed(self, tab: str | None) -> None:
         """A ref or cursor of a tab known to be closed is refused TAB_NOT_FOUND (what the renderer answers

@@ -117,6 +117,10 @@ def snapshot_anchor(params: JsonObject, tab_id: str, ctx: Context) -> Anchor:
 def _snapshot(p: Planned, ctx: Context) -> NativeCall:
     params = p.params
     assert p.tab_id is not None
+    if p.observer:  # no scope, cursor, since, include or find (refused by admission): one read (§9 v1.2)
+        return _evaluate(
+            p, reader.observer_script(max_chars=params["maxChars"], max_elements=params["maxElements"])
+        )
     anchor = snapshot_anchor(params, p.tab_id, ctx)
     try:
         script = reader.snapshot_script(

@@ -54,15 +54,21 @@ __all__ = [
     "bundle",
     "bundle_missing",
     "bundle_slot",
+    "bundles_status",
     "click_script",
     "collect_browser_selector_snapshot_expression",
+    "element_box_script",
+    "element_node_script",
+    "element_script",
     "fill_script",
     "find_text_script",
     "focus_script",
     "frame_compose_script",
     "frame_part_script",
     "kept_script",
+    "links_script",
     "new_document_script",
+    "observer_script",
     "pointer_aim_script",
     "pointer_frame_script",
     "pointer_report_script",
@@ -72,7 +78,10 @@ __all__ = [
     "snapshot_script",
     "source_parts",
     "sources_digest",
+    "storage_script",
     "type_script",
+    "upload_files_script",
+    "upload_target_script",
     "write_bundles",
 ]
 
@@ -97,6 +106,10 @@ BUNDLES: Final[Mapping[str, str]] = {
     "fill": "fill.js",
     "scroll": "scroll.js",
     "find-text": "find_text.js",
+    "links": "links.js",
+    "element": "element.js",
+    "storage": "storage.js",
+    "files": "files.js",
     "pointer": "pointer.js",
 }
 DIGEST_MARK: Final = "// kelpie-reader-sources-sha256: "
@@ -388,6 +401,21 @@ def kept_script(script: str) -> tuple[str, str] | None:
     return slot, f'((run) => run ? run({literal}) : {missing})({_KEPT}("{slot}"))'
 
 
+def bundles_status() -> tuple[int, int]:
+    """``(bundles, built)``: how many reader bundles there are, and how many of them are built under
+    ``BUILD_DIR`` from the current sources. Assembles each from its sources first, so a package whose
+    ``js/`` sources are incomplete raises (``OSError``, ``KeyError`` or ``ValueError``); ``kelpie-gateway
+    doctor`` reports it."""
+    built = 0
+    for name in BUNDLES:
+        assemble_bundle(name)
+        path = BUILD_DIR / f"{name}.js"
+        built += path.is_file() and path.read_text(encoding="utf-8").startswith(
+            DIGEST_MARK + sources_digest()
+        )
+    return len(BUNDLES), built
+
+
 def bundle_missing(value: Any, slot: str) -> bool:
     """True when `value` is what a :func:`kept_script` expression for `slot` answers in a world without
     that bundle (nothing ran there)."""
@@ -482,6 +510,26 @@ def snapshot_script(
         _check_handle(since)
         params["since"] = since
     return _script("snapshot", params)
+
+
+def observer_script(*, max_chars: int = MAX_CHARS_LIMIT, max_elements: int = MAX_ELEMENTS_LIMIT) -> str:
+    """Script for an observer's ``tab.snapshot`` (contract §9 v1.2, config ``observer: true``): the snapshot
+    bundle's reader in its one-shot mode — the same reader, rules and bounds as :func:`snapshot_script`,
+    but no registry is made or read and nothing is installed in the page (no ``pagehide``/``popstate``/
+    ``hashchange`` listener, no ``MutationObserver``, no kept read), and the read is one page.
+
+    `max_chars`: 1..12000 UTF-16 code units; `max_elements`: 1..200. Value: ``{url, title, text, truncated,
+    elements:[{tag, role, label, …}]}`` with the optional element fields of :func:`snapshot_script` and
+    **no** ``handle`` (and no ``rest``): nothing of the answer names a node. Value-free as every read.
+    Raises ValueError for out-of-range bounds."""
+    return _script(
+        "snapshot",
+        {
+            "observe": True,
+            "maxChars": _check_bound("max_chars", max_chars, MAX_CHARS_LIMIT),
+            "maxElements": _check_bound("max_elements", max_elements, MAX_ELEMENTS_LIMIT),
+        },
+    )
 
 
 FIND_FIELDS: Final = ("role", "name", "text")
@@ -590,7 +638,9 @@ def click_script(key: str, handle: str) -> str:
 
     On an ``<option>`` of a native select the click chooses it as a user does (single select: that
     option; ``multiple``: toggles it; ``input`` then ``change`` on the select when the selection changed).
-    Value: ``{clicked:true}``, or ``{error:{code:"NODE_REPLACED", …}, mayHaveCompleted:false}`` when the
+    Value: ``{clicked:true}`` (plus ``downloadLink:true`` when the target is, or is inside, a link that
+    downloads — a ``download`` attribute, a ``blob:`` or ``data:`` URL — a hint for the host, which waits
+    for that download), or ``{error:{code:"NODE_REPLACED", …}, mayHaveCompleted:false}`` when the
     handle's node is gone (replaced, disconnected, registry cleared by navigation/history),
     ``NOT_ACTIONABLE`` with ``mayHaveCompleted:false`` for a disabled or inert target or an optgroup
     (no event fired), ``EFFECT_NOT_OBSERVED`` with ``mayHaveCompleted:true`` when the page undid an
@@ -675,6 +725,37 @@ def scroll_script(key: str | None, handle: str | None, *, direction: str = "down
     params["direction"] = direction
     params["pages"] = _check_bound("pages", pages, 10)
     return _script("scroll", params)
+
+
+def upload_target_script(key: str, handle: str) -> str:
+    """Script for the host extension ``upload_file``, before anything happens: what the node captured as
+    `handle` is. Value: ``{kind: "file-input", multiple: bool}`` for an ``<input type=file>``, else
+    ``{kind: "other"}`` (an element whose click may open a file chooser); ``NODE_REPLACED`` for a gone node
+    and ``NOT_ACTIONABLE`` for a disabled target (as ``tab.click``), both ``mayHaveCompleted:false``.
+    Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("files", {"key": key, "handle": handle, "op": "upload-target"})
+
+
+def upload_files_script(key: str, handle: str) -> str:
+    """Script for ``upload_file``, afterwards: after one turn of the page's event loop, the names of the
+    files the captured ``<input type=file>`` holds, ``{files: [names]}`` (never contents; ``[]`` for
+    another element); ``NODE_REPLACED`` with ``mayHaveCompleted:true`` when the page removed it. Raises
+    ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("files", {"key": key, "handle": handle, "op": "upload-files"})
+
+
+def element_box_script(key: str, handle: str) -> str:
+    """Script for the host extension ``screenshot`` of an element: the captured node's border box in CSS
+    pixels of the top document (page coordinates, same-origin frames' offsets added) and the device pixel
+    ratio, ``{x, y, width, height, devicePixelRatio}``; ``NODE_REPLACED`` (``mayHaveCompleted:false``) for
+    a gone node. Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("files", {"key": key, "handle": handle, "op": "box"})
 
 
 POINTER_EVENTS: Final = frozenset(
@@ -830,6 +911,53 @@ def find_text_script(text: str) -> str:
     if not isinstance(text, str) or not 1 <= len(text) <= 1000:
         raise ValueError("text must be a string of 1..1000 code points")
     return _script("find-text", {"text": text})
+
+
+LINKS_PAGE_MAX: Final = 500
+LINKS_MAX: Final = 10000
+STORAGE_KEYS_MAX: Final = 1000
+
+
+def links_script(*, offset: int = 0, limit: int = 200) -> str:
+    """Script for the host extension ``links``: the links of the document(s) as ``tab.snapshot`` sees them
+    (the same walk, visibility, accessible name and resolved ``url``), in page order, from `offset`
+    (0..10000) at most `limit` (1..500) of them. Value: ``{url, title, total, truncated, links: [{text,
+    tag, url?, states?, frame?, shadow?}]}`` (``total``: every link listed, at most 10,000). Registry-free
+    and value-free. Raises ValueError for out-of-range arguments."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= LINKS_MAX:
+        raise ValueError(f"offset must be an integer in 0..{LINKS_MAX}")
+    return _script("links", {"offset": offset, "limit": _check_bound("limit", limit, LINKS_PAGE_MAX)})
+
+
+def element_script(key: str, handle: str) -> str:
+    """Script for the host extension ``element``: the facts of the node captured as `handle` (registry of
+    the gateway whose `key` it is), read without changing the registry. Value: ``{tag, role, name,
+    description?, type?, level?, states?, url?, box: {x, y, width, height} (CSS px, viewport-relative),
+    viewport: {width, height}, visible, hidden?, frame?, shadow?, attributes: [{name, value}] (at most 64,
+    values ≤ 500 UTF-16 units), truncated}``: never a ``value`` attribute, and on a text-entry control or
+    editing host no attribute whose name says value; ``NODE_REPLACED`` (``mayHaveCompleted:false``) for a
+    gone node. Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("element", {"key": key, "handle": handle})
+
+
+def element_node_script(key: str, handle: str) -> str:
+    """Script whose value is the node captured as `handle` itself (for a host that evaluates it without
+    ``returnByValue`` to learn the node's DOM identity, e.g. the accessibility read below a ref), or the
+    ``NODE_REPLACED`` refusal. Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("element", {"key": key, "handle": handle, "node": True})
+
+
+def storage_script(*, max_keys: int = STORAGE_KEYS_MAX) -> str:
+    """Script for the host extension ``storage``: the main document origin's ``localStorage`` and
+    ``sessionStorage`` keys with the size of each value (UTF-16 code units; the value itself is never
+    returned) and its IndexedDB database names. `max_keys`: 1..1000 keys per area. Value: ``{origin,
+    localStorage, sessionStorage, indexedDB}`` (docstring of ``js/storage.js``). Raises ValueError for an
+    out-of-range bound."""
+    return _script("storage", {"maxKeys": _check_bound("max_keys", max_keys, STORAGE_KEYS_MAX)})
 
 
 def collect_browser_selector_snapshot_expression(options: Mapping[str, Any] | None = None) -> str:

@@ -311,6 +311,20 @@ def test_revision_1_2_status_matches_the_code(addition: str) -> None:
     )
 
 
+def test_version_says_revision_1_2_in_part_exactly_while_rows_are_planned() -> None:
+    """``--version`` names contract v1 revision 1.2, "in part" while a row above is still planned: flip
+    ``CONTRACT_REVISION_COMPLETE`` in engine/kelpie_gateway/version.py with the last row."""
+    from kelpie_gateway.host.cli import version_text
+    from kelpie_gateway.version import CONTRACT_REVISION, CONTRACT_REVISION_COMPLETE
+
+    planned = sorted(a for a, status in _status_rows().items() if status.startswith(PLANNED))
+    assert CONTRACT_REVISION == "1.2"
+    assert CONTRACT_REVISION_COMPLETE is (not planned), planned
+    text = version_text()
+    assert "contract v1 revision 1.2" in text
+    assert ("in part" in text) is bool(planned), text
+
+
 # ---------------------------------------------------------------------------------- README
 
 README = ROOT / "README.md"

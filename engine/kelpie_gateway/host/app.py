@@ -24,6 +24,7 @@ from aiohttp import web
 from kelpie_gateway.host.audit import DEFAULT_MAX_BYTES, AuditLog
 from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, state_dir
 from kelpie_gateway.host.browser import BrowserLink, ChromiumRenderer, ContextOptions, find_chromium
+from kelpie_gateway.host.browser.common import LaneOptions
 from kelpie_gateway.host.browser.link import VIEWPORT, BrowserStartError, context_proxy
 from kelpie_gateway.host.contexts import (
     DEFAULT_IDLE_S,
@@ -35,6 +36,7 @@ from kelpie_gateway.host.contexts import (
     SharedDrivers,
 )
 from kelpie_gateway.host.driver import Driver, GatewayLike
+from kelpie_gateway.host.files import Files, FilesError, FilesOptions, compose
 from kelpie_gateway.host.parts import PARTS, gateway_config
 from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, SitePolicy
 from kelpie_gateway.host.policy_proxy import PolicyProxy
@@ -75,11 +77,16 @@ class BrowserOptions:
     allowed_origins: str | None = None
     blocked_origins: str | None = None
     read_only: bool = False
+    observer: bool = False
+    network_urls: str = "redacted"
+    network_bodies: bool = False
     extensions_include: list[str] | None = None
     extensions_exclude: list[str] = field(default_factory=list)
     tools: str = "compact"
     """``--tools``: the gateway config's ``mcpTools`` (``compact`` or ``full``)."""
     viewport: tuple[int, int] | None = None
+    files: FilesOptions = field(default_factory=FilesOptions)
+    """``--upload-dir``, ``--downloads-dir``, ``--max-download-mb``, ``--max-downloads`` (``host/files.py``)."""
     audit_log: Path | None = None
     audit_max_bytes: int = DEFAULT_MAX_BYTES
     connect: TunnelOptions | None = None
@@ -154,6 +161,8 @@ class BrowserStack:
     link: BrowserLink | None = None
     drivers: DriverSource | None = None
     isolation: str = "shared"
+    files: Files | None = None
+    """The upload folders and the downloads folder (a temporary one is removed by :meth:`close`)."""
 
     @property
     def description(self) -> str:
@@ -216,6 +225,8 @@ class BrowserStack:
             await self.proxy.close()
         with contextlib.suppress(Exception):
             self.gateway.close()
+        if self.files is not None:
+            self.files.close()
 
 
 @dataclass(frozen=True)
@@ -227,14 +238,18 @@ class HostSettings:
     context_idle_s: float = DEFAULT_IDLE_S
 
 
-def _settings(opts: BrowserOptions, browser: bool) -> tuple[dict[str, Any], HostSettings]:
+def _settings(
+    opts: BrowserOptions, browser: bool, files: Files | None = None
+) -> tuple[dict[str, Any], HostSettings]:
     """The host's gateway config (``parts.gateway_config``) with the operator's ``--config FILE`` on top,
     and the host's own settings (``--isolation`` … or their config keys). Raises ConfigFileError."""
     config = gateway_config(
         browser=browser,
         read_only=opts.read_only,
+        observer=opts.observer,
         include=opts.extensions_include,
         exclude=opts.extensions_exclude,
+        upload_dirs=[str(d) for d in files.upload_dirs] if files is not None else (),
     )
     if opts.tools != "compact":
         config["mcpTools"] = opts.tools
@@ -329,7 +344,33 @@ async def start_stack(
         raise StartError(f"--site {site_root} has no index.html", 2)
     browser = opts.browser != "none"
     try:
-        config, settings = _settings(opts, browser)
+        files = Files.open(opts.files)
+    except FilesError as exc:
+        raise StartError(str(exc), 2) from None
+    try:
+        return await _start_stack(
+            opts, log, policy, site_root, browser, files, audit, defer_browser, isolate, still_paired
+        )
+    except BaseException:
+        files.close()
+        raise
+
+
+async def _start_stack(
+    opts: BrowserOptions,
+    log: Callable[[str], None],
+    policy: SitePolicy,
+    site_root: Path,
+    browser: bool,
+    files: Files,
+    audit: AuditLog | None,
+    defer_browser: bool,
+    isolate: bool,
+    still_paired: Callable[[str], bool] | None,
+) -> BrowserStack:
+    """:func:`start_stack` once the folders are open (the caller closes them when this raises)."""
+    try:
+        config, settings = _settings(opts, browser, files)
         if opts.via_abi:
             make_gateway(config, via_abi=True, library=opts.abi_library).close()  # refuse early, not late
         else:
@@ -390,7 +431,8 @@ async def start_stack(
             link = BrowserLink(
                 log=log,
                 executable=find_chromium(opts.browser_executable),
-                explicit_executable=opts.browser_executable is not None,
+                explicit_executable=opts.browser_executable is not None
+                or bool(os.environ.get("CHROME_PATH")),
                 headless=not opts.headed,
                 user_data_dir=opts.user_data_dir,
                 remote=remote,
@@ -398,7 +440,15 @@ async def start_stack(
                 backoff_max_s=opts.browser_backoff_max_s,
                 proxy=proxy.server if proxy is not None else None,
             )
-        site = _ContextSite(policy, proxy, viewport, tab_ids, routed=policy.restrictive and not reaches_proxy)
+        site = _ContextSite(
+            policy,
+            proxy,
+            viewport,
+            tab_ids,
+            files,
+            routed=policy.restrictive and not reaches_proxy,
+            lane=LaneOptions(full_urls=opts.network_urls == "full", bodies=opts.network_bodies),
+        )
         if link is not None and not per_client:
             chromium = site.renderer(link, log, shared=True)
             renderer = site.wrap(chromium)
@@ -422,10 +472,21 @@ async def start_stack(
             await proxy.close()
         why = str(exc) if isinstance(exc, BrowserStartError) else f"{type(exc).__name__}: {_first_line(exc)}"
         raise StartError(link.scrub(why) if link is not None else why) from None
+    authorize = compose(policy.authorize, files.authorize)
     if not per_client:
-        driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit, ready=ready)
+        driver = Driver(gateway, renderer, log, authorize=authorize, audit=audit, ready=ready)
         return BrowserStack(
-            site_root, site_url, renderer, gateway, driver, runners, policy, ready, link, proxy=proxy
+            site_root,
+            site_url,
+            renderer,
+            gateway,
+            driver,
+            runners,
+            policy,
+            ready,
+            link,
+            proxy=proxy,
+            files=files,
         )
 
     def open_context(client: Client, label: str, ctx_log: Callable[[str], None], hint: str) -> Opened:
@@ -433,7 +494,12 @@ async def start_stack(
         context_gateway = make_gateway(config, via_abi=opts.via_abi, library=opts.abi_library)
         if link is None:  # --browser none: a gateway of its own, no browser
             return context_gateway, NoRenderer(), None
-        chromium = site.renderer(link, ctx_log, shared=False)
+        try:
+            own = files.for_context(label)  # a downloads folder of this client's own
+        except FilesError as exc:
+            ctx_log(f"{exc}; this context keeps its downloads in the host's folder")
+            own = files
+        chromium = site.renderer(link, ctx_log, shared=False, files=own)
         chromium.pages.unknown_hint = hint
         inner = site.wrap(chromium)
         made = asyncio.ensure_future(_start_browser(link, chromium, site_url))
@@ -446,7 +512,7 @@ async def start_stack(
         log=log,
         max_contexts=settings.max_contexts,
         idle_s=settings.context_idle_s,
-        authorize=policy.authorize,
+        authorize=authorize,
         audit=audit,
         still_paired=still_paired,
     )
@@ -462,6 +528,7 @@ async def start_stack(
         link,
         isolation,
         proxy=proxy,
+        files=files,
     )
     stack.isolation = "per-client"
     return stack
@@ -473,13 +540,17 @@ class _ContextSite:
     policy", "What holds per browser"): the viewport, the host-wide tab counter and the site policy — its
     proxy (``proxy``: a browser that reaches this host's loopback; each context's Playwright ``proxy``
     option names it, on top of a launched browser's flags) or, for a browser on another machine
-    (``routed``), the context's request routing (``browser/routing.py``)."""
+    (``routed``), the context's request routing (``browser/routing.py``); ``lane``: the operator's read-only
+    lane options (``--network-urls``, ``--network-bodies``), the same for every context."""
 
     policy: SitePolicy
     proxy: PolicyProxy | None
     viewport: Mapping[str, int]
     tab_ids: Iterator[int]
+    files: Files
+    """The host's folders; a shared context uses them, a client's context :meth:`Files.for_context`."""
     routed: bool = False
+    lane: LaneOptions = field(default_factory=LaneOptions)
 
     def options(self, *, shared: bool) -> ContextOptions:
         extra: dict[str, Any] = {}
@@ -489,7 +560,9 @@ class _ContextSite:
             viewport=dict(self.viewport), shared=shared, playwright=extra, route=self.routed
         )
 
-    def renderer(self, link: BrowserLink, log: Callable[[str], None], *, shared: bool) -> ChromiumRenderer:
+    def renderer(
+        self, link: BrowserLink, log: Callable[[str], None], *, shared: bool, files: Files | None = None
+    ) -> ChromiumRenderer:
         """One browser context's renderer on the host's browser (every part of ``PARTS``; its context made
         by ``lifecycle.new_context`` with :meth:`options`)."""
         return ChromiumRenderer(
@@ -497,8 +570,10 @@ class _ContextSite:
             log=log,
             parts=PARTS,
             policy=self.policy,
+            files=self.files if files is None else files,
             context_options=self.options(shared=shared),
             tab_ids=self.tab_ids,
+            lane=self.lane,
         )
 
     def wrap(self, chromium: ChromiumRenderer) -> Renderer:
@@ -599,6 +674,8 @@ async def serve(opts: ServeOptions) -> int:
         log(f"pairings {saved} ({len(tokens)} active)")
         log(f"admin socket {sock_path} (kelpie-gateway pair approve CODE)")
     log(stack.describe_policy())
+    if stack.files is not None and opts.browser != "none":
+        log(stack.files.describe())
     if audit is not None:
         log(f"audit log {audit.path} (one JSON line per transaction; SIGHUP reopens it)")
 

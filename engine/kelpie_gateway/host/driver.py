@@ -48,7 +48,7 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -157,6 +157,7 @@ class Driver:
         authorize: Callable[[Mapping[str, Any]], JsonObject | Awaitable[JsonObject]] | None = None,
         audit: AuditLog | None = None,
         ready: asyncio.Future[None] | None = None,
+        listen: bool = True,
     ) -> None:
         self.gateway = gateway
         self.renderer = renderer
@@ -167,7 +168,20 @@ class Driver:
         self._late: set[asyncio.Future[Any]] = set()
         self._inflight: dict[str, _Inflight] = {}
         self._retiring: dict[str, str | None] = {}  # transaction -> tab of its stuck dispatch
-        renderer.listen(self)
+        self._also: set[GatewayLike] = set()
+        if listen:  # a one-shot observer's driver leaves the sink to the renderer's own driver (observing)
+            renderer.listen(self)
+
+    @contextlib.contextmanager
+    def observing(self, gateway: GatewayLike) -> Iterator[None]:
+        """While the block runs, ``gateway`` (a one-shot observer's, ``host/observer.py``) hears every refs
+        invalidation this driver's gateway hears, so a read during which its tab navigated or its renderer
+        changed is discarded (``RENDERER_CHANGED``, CONTRACT.md §9 v1.2)."""
+        self._also.add(gateway)
+        try:
+            yield
+        finally:
+            self._also.discard(gateway)
 
     # ------------------------------------------------------------------ entry points
     async def canonical(self, body: bytes | Mapping[str, Any], caller: Caller | None = None) -> JsonObject:
@@ -213,8 +227,11 @@ class Driver:
 
     # ------------------------------------------------------------------ renderer events (RendererEvents)
     def refs_invalidated(self, tab_id: str) -> None:
-        """A main-frame navigation, close or crash in ``tab_id``: the gateway voids its refs (CONTRACT.md §6)."""
+        """A main-frame navigation, close or crash in ``tab_id``: the gateway voids its refs (CONTRACT.md §6)
+        (and so does every observer's gateway of :meth:`observing`)."""
         self.gateway.invalidate_refs(tab_id)
+        for other in tuple(self._also):
+            other.invalidate_refs(tab_id)
 
     def tab_closed(self, tab_id: str) -> None:
         """A tab is gone for good: the gateway forgets it, so every call naming it is TAB_NOT_FOUND."""

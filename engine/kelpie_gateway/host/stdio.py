@@ -310,6 +310,8 @@ async def _serve_stdio(
         log(f"browser {stack.description}")
     else:
         log("browser starting (MCP is answered meanwhile; browser calls wait for it)")
+    if stack.files is not None and opts.browser != "none":
+        log(stack.files.describe())
     if stack.driver.audit is not None:
         log(f"audit log {stack.driver.audit.path} (one JSON line per transaction; SIGHUP reopens it)")
     if tunnel is not None:

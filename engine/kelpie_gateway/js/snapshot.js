@@ -12,6 +12,7 @@
 // read that meets frames the host reads in their own worlds answers {kelpieFrames: wants} until the host
 // has given it what it needs; `include`, `find` and `since` reads never compose frames: a hosted frame is
 // its element's placeholder (unreadable "unavailable") there (docs/reader.md "Frames and v1.2 reads").
+// An observer's read is {observe: true, maxChars, maxElements} instead (no registry, below).
 // A new snapshot (with or without scope) replaces the registry's nodes and the kept read; a
 // continuation adds its nodes (earlier pages' handles stay valid) and reads the kept read's captured
 // order (§9 v1.2): elements removed since are skipped and counted (`removed`), elements added since are
@@ -187,7 +188,21 @@ function warmUp(P) {
 // A snapshot runs no page code from its start to its answer: all of it is `frozen` (core.js), so the facts
 // that cannot change meanwhile are read once.
 async function main(P) {
-  return frozen(() => (P.warm === true ? warmUp(P) : P.frames ? composeFrames(P) : read(P)));
+  return frozen(() => (P.warm === true ? warmUp(P) : P.observe === true ? observe(P) : P.frames ? composeFrames(P) : read(P)));
+}
+
+// ---------------------------------------------------------------- observer mode (contract §9 v1.2)
+// P = {observe: true, maxChars, maxElements}: a one-shot read of the whole document by the same reader,
+// for a gateway configured `observer: true`. It never touches the registry (no registry is made, none
+// is read, no node is kept) and installs nothing: no pagehide/popstate/hashchange listener, no
+// MutationObserver, no kept read. One page only (no `rest`): {url, title, text, truncated, elements:
+// [{tag, role, label, …}]} — the elements carry no handle, so nothing of the answer can name a node.
+function observe(P) {
+  const rec = readRecord(null, P.maxChars);
+  const page = pageOf(rec, 0, 0, P.maxChars, P.maxElements);
+  const flags = { truncated: page.truncated };
+  const elements = page.picked.map((info) => describe(info, flags));
+  return { url: rec.url, title: rec.title, text: page.text, truncated: flags.truncated, elements };
 }
 
 // The kept read that replaces the registry's: a new token, its record, and what `since` compares with.

@@ -212,9 +212,14 @@ def instructions(gw: GatewayCore) -> str:
     methods = set(gw.catalog.methods)
     parts = [
         f"This server controls a web browser through {TOOL_BROWSER} {{method, params}}; "
-        'method "documentation" returns the full reference of what this browser offers.'
+        'method "documentation" is its full reference.'
     ]
-    if "tab.snapshot" in methods:
+    if "tab.snapshot" in methods and gw.config.observer:
+        parts.append(
+            "This is a read-only observer: tab.snapshot returns the page's text and elements without refs "
+            "(one page, nothing to act on); RENDERER_CHANGED means the page changed during the read: read again."
+        )
+    elif "tab.snapshot" in methods:
         parts.append(
             "tab.snapshot gives page text and elements with refs (like s3e7) and states "
             "(disabled, …); a ref works on its tab until the next snapshot, navigation or action (if refused, "
@@ -231,9 +236,10 @@ def instructions(gw: GatewayCore) -> str:
         "not retry. Credentials in reported URLs read REDACTED."
     )
     if gw.catalog.extensions:
+        pictures = "screenshot" in gw.catalog.extensions and "tab.screenshot" in methods
         parts.append(
             f"Extensions: {TOOL_EXTENSIONS} lists them, {TOOL_EXTENSION_TOOLS} describes them, "
-            f"{TOOL_EXTENSION} calls one."
+            f"{TOOL_EXTENSION} calls one" + ("; screenshot: element, full page, JPEG." if pictures else ".")
         )
         native = [n for n in NATIVE_INPUT if n in gw.catalog.extensions]
         if native:

@@ -54,6 +54,16 @@ class Tab:
     """Per part, its own per-tab state, keyed by the state's class (:func:`state_of`)."""
 
 
+@dataclass(frozen=True)
+class LaneOptions:
+    """The operator's choices for the read-only lane's network reads (docs/host.md "The read-only lane"):
+    ``full_urls`` (``--network-urls full``: query values and fragments shown, credentials still redacted)
+    and ``bodies`` (``--network-bodies``: text response bodies, at most 64 KiB each, on request)."""
+
+    full_urls: bool = False
+    bodies: bool = False
+
+
 def state_of(tab: Tab, kind: type[S]) -> S:
     """The tab's ``kind`` state (made on first use: ``kind()``)."""
     found = tab.state.get(kind)

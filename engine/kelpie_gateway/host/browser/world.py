@@ -87,6 +87,15 @@ class TabWorld:
         tab.cdp, self.frame_id, self.session, self.registered = None, None, None, False
 
 
+DOCUMENT_GONE = ("Inspected target navigated or closed", "Execution context was destroyed")
+"""What Chromium answers an evaluation whose document went away under it (a navigation committed, often in
+another renderer process, before the event saying so reached the host)."""
+
+
+def _document_gone(exc: Exception) -> bool:
+    return any(text in str(exc) for text in DOCUMENT_GONE)
+
+
 def _retrieved(done: asyncio.Future[Any]) -> None:
     """A done callback: the future's exception counts as retrieved (it is awaited when used)."""
     if not done.cancelled():
@@ -234,14 +243,20 @@ class World(Part):
         if parsed is not None and self.frames.takes(tab, parsed):  # frames, or a handle of a frame's document
             answer = await self.frames.evaluate(tab, script, parsed, params)
         else:
-            answer = await self.run_main(tab, world_name, script)
+            answer = await self.run_main(tab, world_name, script, generation)
         if answer.get("success") is True and tab.generation == generation:
             answer["generation"] = generation
         return answer
 
-    async def run_main(self, tab: Tab, world_name: str, script: str) -> JsonObject:
+    async def run_main(
+        self, tab: Tab, world_name: str, script: str, generation: int | None = None
+    ) -> JsonObject:
         """Run `script` in world `world_name` of the tab's main-frame document: ``{success:true, value}`` or a
-        failure (a thrown script, a context that kept vanishing)."""
+        failure (a thrown script, a context that kept vanishing; ``RENDERER_CHANGED`` when the document went
+        away under it: the tab's ``generation``, as it was when the call began, moved or the context was
+        destroyed by a navigation)."""
+        if generation is None:
+            generation = tab.generation
         short_form = kept_script(script)  # (slot, expression): the script without its bundle
         for attempt in range(2):
             world = await self.world(tab, world_name)
@@ -252,6 +267,13 @@ class World(Part):
                 if "Cannot find context" in str(exc) and attempt == 0:
                     self.of(tab).worlds.pop(world_name, None)
                     continue
+                gone = tab.crashed or tab.page.is_closed()
+                if not gone and (tab.generation != generation or _document_gone(exc)):
+                    # The document went away under the script (a navigation committed meanwhile): what the
+                    # script did there is unknown to the host, but the tab is on another document now.
+                    return fail(
+                        "RENDERER_CHANGED", f"the tab's document changed during the script: {short(exc)}"
+                    )
                 return fail("RENDERER_FAILED", short(exc))
             details = reply.get("exceptionDetails")
             if details:
