@@ -64,7 +64,7 @@ import threading
 import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "engine"))
@@ -635,14 +635,28 @@ def golden(args: argparse.Namespace, browser: Any) -> None:
                 found[entry] = summary(outputs)
         state = "new" if entry not in recorded else "same" if recorded[entry] == found[entry] else "DIFFERS"
         if args.compare:
-            same = texts["base"] == texts["working"]
-            state += ", base " + ("same" if same else "DIFFERS")
+            added = additions(raw["base"], raw["working"])
+            compared = normalise(without(raw["working"], added)) if added else texts["working"]
+            same = texts["base"] == compared
+            if not same and normalise(positionless(raw["base"])) == normalise(
+                positionless(without(raw["working"], added))
+            ):
+                same = True  # only the engine's private continuation positions moved: nothing a client sees
+                state += ", base same but for the private continuation positions (rest)"
+            else:
+                state += ", base " + ("same" if same else "DIFFERS")
+            if added:
+                state += (
+                    " (added: " + ", ".join(f"{k} on {v} answers" for k, v in sorted(added.items())) + ")"
+                )
+                for k, v in added.items():
+                    totals[f"added {k}"] = totals.get(f"added {k}", 0) + v
             if not same:
                 differ += 1
                 if args.classify:
                     print_classified(raw["base"], raw["working"], totals)
                 else:
-                    print_difference(texts["base"], texts["working"])
+                    print_difference(texts["base"], compared)
         elif state == "DIFFERS":
             differ += 1
         print(f"{entry:70} {state}", flush=True)
@@ -651,9 +665,62 @@ def golden(args: argparse.Namespace, browser: Any) -> None:
     if args.write:
         write_golden({**({} if not args.only else load_golden()["pages"]), **found})
         print(f"wrote {len(found)} digests")
-    print(f"{len(entries)} pages, {differ} with a difference")
+    print(
+        f"{len(entries)} pages, {differ} with a difference"
+        + (" from the base reader" if args.compare else "")
+    )
     if totals:
         print("in all: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items())))
+
+
+INTENDED_ADDITIONS: Final = {
+    "token": "the read's name, which a later `since` read compares with (§9 v1.2, on every snapshot answer)",
+    "removed": "elements of the captured order gone before their page (§9 v1.2, continuation pages only)",
+}
+"""Answer members the working reader adds on purpose (docs/reader.md "Corpus identity"): `golden --base`
+reports them as additions and compares the rest, so an older reader's answers that differ only by them
+are the same (answers of a reader that has them already compare them like any other member)."""
+
+
+def additions(base: dict[str, Any], working: dict[str, Any]) -> dict[str, int]:
+    """The :data:`INTENDED_ADDITIONS` the working outputs have and the base outputs never do, each with
+    the number of working answers (snapshot pages) that carry it."""
+
+    def answers(outputs: dict[str, Any]) -> list[dict[str, Any]]:
+        return [
+            p for k, pages in outputs.items() if k.startswith("pages@") for p in pages if isinstance(p, dict)
+        ]
+
+    old = answers(base)
+    found: dict[str, int] = {}
+    for name in INTENDED_ADDITIONS:
+        if any(name in p for p in old):
+            continue
+        n = sum(1 for p in answers(working) if name in p)
+        if n:
+            found[name] = n
+    return found
+
+
+def without(outputs: dict[str, Any], names: dict[str, int]) -> dict[str, Any]:
+    """`outputs` with the answer members `names` left out of every snapshot page."""
+    return {
+        k: [{f: v for f, v in p.items() if f not in names} if isinstance(p, dict) else p for p in pages]
+        if k.startswith("pages@")
+        else pages
+        for k, pages in outputs.items()
+    }
+
+
+def positionless(outputs: dict[str, Any]) -> dict[str, Any]:
+    """`outputs` with every snapshot page's private continuation position (`rest`: the engine keeps it and
+    gives the client an opaque cursor) reduced to whether it is there."""
+    return {
+        k: [{**p, "rest": True} if isinstance(p, dict) and "rest" in p else p for p in pages]
+        if k.startswith("pages@")
+        else pages
+        for k, pages in outputs.items()
+    }
 
 
 def print_classified(base: dict[str, Any], working: dict[str, Any], totals: dict[str, int]) -> None:
