@@ -336,3 +336,36 @@ def test_since_reports_what_an_action_changed(page: Page, fixtures_site: Site) -
     latest = g.snapshot()["snapshot"]
     page.goto(fixtures_site.url("reader/plain.html"), wait_until="load")
     g.refused("STALE_SNAPSHOT", "tab.snapshot", since=latest)
+
+
+SHOWN_LATER = """<!doctype html><title>shown later</title>
+<div id="list">BUTTONS</div>
+<div id="menu" aria-hidden="true"><button>Hidden at first</button></div>
+<select id="sel" style="position:absolute;clip:rect(0 0 0 0)"><option>Option of a clipped select</option></select>
+<button style="width:0;height:0;padding:0;border:0;overflow:hidden">Never shown</button>"""
+
+
+def test_shown_is_decided_when_a_page_gets_to_an_element(page: Page) -> None:
+    """What no person is shown (aria-hidden, clipped, sized to nothing) is decided for a candidate when the
+    plain snapshot's page gets to it (docs/reader.md "Reader v1.2", "When it is decided"): a menu hidden at
+    the first read and shown before its page is listed there; the options of a clipped select are not
+    listed with it; what stays hidden is on no page, and no page is empty for it."""
+    from kelpie_gateway import reader as kreader
+    from readerhelp import Reader
+
+    page.set_content(SHOWN_LATER.replace("BUTTONS", "".join(f"<button>B{i}</button>" for i in range(12))))
+    r = Reader(page)
+    first = r.snapshot(12000, 5)
+    assert [e["label"] for e in first["elements"]] == [f"B{i}" for i in range(5)]
+    page.evaluate("document.getElementById('menu').removeAttribute('aria-hidden')")
+    pages = [first]
+    while "rest" in pages[-1]:
+        pages.append(r.snapshot(12000, 5, cursor=pages[-1]["rest"]))
+    labels = [e["label"] for p in pages for e in p["elements"]]
+    assert labels == [f"B{i}" for i in range(12)] + ["Hidden at first"]
+    assert all(p["elements"] for p in pages) and len(pages) == 3
+    # the same page read afresh with the menu hidden again: neither it nor the clipped select's option
+    page.evaluate("document.getElementById('menu').setAttribute('aria-hidden', 'true')")
+    again = r.world.evaluate(kreader.snapshot_script(r.key, max_chars=12000, max_elements=200))
+    assert [e["label"] for e in again["elements"]] == [f"B{i}" for i in range(12)]
+    assert "rest" not in again

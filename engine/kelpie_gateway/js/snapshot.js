@@ -175,7 +175,7 @@ function warmUp(P) {
   if (at >= parts.length) return { warmed: 0, doc, more: false };
   WARM_DOC = doc;
   try {
-    const rec = readRecord(parts[at], 1000);
+    const rec = readRecord(parts[at], 1000, { lazyShown: true });
     const page = pageOf(rec, 0, 0, 1000, MAX_WARM_ELEMENTS);
     const flags = { truncated: page.truncated };
     for (const info of page.picked) describe(info, flags);
@@ -198,7 +198,7 @@ async function main(P) {
 // MutationObserver, no kept read. One page only (no `rest`): {url, title, text, truncated, elements:
 // [{tag, role, label, …}]} — the elements carry no handle, so nothing of the answer can name a node.
 function observe(P) {
-  const rec = readRecord(null, P.maxChars);
+  const rec = readRecord(null, P.maxChars, { lazyShown: true });
   const page = pageOf(rec, 0, 0, P.maxChars, P.maxElements);
   const flags = { truncated: page.truncated };
   const elements = page.picked.map((info) => describe(info, flags));
@@ -225,7 +225,7 @@ function keep(reg, rec, baseText, strict) {
 function readFor(start, P, flags) {
   if (P.part === true) return { rec: readRecord(start, P.maxChars, { frames: true }), base: "grows" };
   if (P.include === "controls" && !P.find) {
-    const rec = readRecord(start, 0, { text: false });
+    const rec = readRecord(start, 0, { text: false, lazyShown: true });
     rec.all = rec.order;
     rec.order = rec.order.filter((info) => info.cls < CONTROL_CLASSES);
     return { rec, base: null };
@@ -242,7 +242,7 @@ function readFor(start, P, flags) {
     rec.mode = controls ? "none" : "fixed";
     return { rec, base };
   }
-  return { rec: readRecord(start, P.maxChars, { frames: true }), base: "grows" };
+  return { rec: readRecord(start, P.maxChars, { frames: true, lazyShown: true }), base: "grows" };
 }
 
 function read(P) {
@@ -292,7 +292,8 @@ function sinceRead(reg, P) {
   const flags = { truncated: false };
   const f = P.find ? finder(rec, P.find, flags) : null;
   const keepIt = (info) => (!controls || info.cls < CONTROL_CLASSES) && (!f || f.matches(info));
-  const captured = new Set(old.captured.map((info) => info.el));
+  // what the earlier read captured and did not find hidden (a lazy read decides that page by page)
+  const captured = new Set(old.captured.filter((info) => info.shown !== false).map((info) => info.el));
   const now = new Set(rec.order.map((info) => info.el));
   const removed = [];
   for (const [el, seen] of old.seen) if (seen.handle && !now.has(el)) removed.push(seen.handle);

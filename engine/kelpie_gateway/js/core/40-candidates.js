@@ -167,13 +167,15 @@ function mustSettle(el, tag, elements, editable) {
     FROZEN.editable.set(el, true);
     if (isEditingHost(el)) return true;
   }
-  if (el.hasAttributes() || BARE_LISTED_TAGS.has(tag) || GRID_PART_TAGS.has(tag)) {
+  const attrs = el.hasAttributes();
+  if (attrs || BARE_LISTED_TAGS.has(tag) || GRID_PART_TAGS.has(tag)) {
     FROZEN.editable.set(el, editable);
     const role = roleOf(el) || "";
     return isInteractive(el, tag, role) || isNotable(el, tag, role) || mayHideShadow(el, tag) ||
-      pointerCandidate(el, tag);
+      pointerCandidate(el, tag, attrs);
   }
-  return ((SHADOW_SUSPECT_TAGS.has(tag) || tag.includes("-")) && mayHideShadow(el, tag)) || pointerCandidate(el, tag);
+  return ((SHADOW_SUSPECT_TAGS.has(tag) || tag.includes("-")) && mayHideShadow(el, tag)) ||
+    pointerCandidate(el, tag, false);
 }
 // Whether every unsettled element on the walk's path (`pending`: {el, up, ok}, innermost first) passes
 // the walk's descent test: it has a box or is `display:contents` inside a rendered parent.

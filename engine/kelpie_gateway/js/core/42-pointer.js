@@ -179,15 +179,29 @@ function compoundKeys(text, parentKeys) {
   if (amp && parentKeys && parentKeys.length && !parentKeys.includes(null)) return parentKeys;
   return [null];
 }
+// The tree a walk (45-walk.js) is in, so that `pointerCandidate` — asked of nearly every element of a
+// page — need not ask each one for its root and document (two DOM calls per element from this world):
+// {doc, shadow: inside a shadow tree}, or null where the walk does not know it (outside a walk, slotted
+// nodes), and then the element is asked.
+let WALK_TREE = null;
 // Whether `el` may have a `cursor` of its own from a style rule, its inline style, the UA sheet (links,
-// which are listed anyway), a `:host` rule (custom elements) or a shadow tree's sheets.
-function pointerCandidate(el, tag) {
+// which are listed anyway), a `:host` rule (custom elements) or a shadow tree's sheets. `attrs`: whether
+// `el` has attributes, when the caller knows it (undefined: asked).
+function pointerCandidate(el, tag, attrs) {
   if (tag.includes("-")) return true;
-  const root = rootOf(el);
-  if (root && root.nodeType === 11) return true;
-  const ix = pointerIndex(el.ownerDocument);
+  const tree = WALK_TREE;
+  let doc;
+  if (tree !== null) {
+    if (tree.shadow) return true;
+    doc = tree.doc;
+  } else {
+    const root = rootOf(el);
+    if (root && root.nodeType === 11) return true;
+    doc = el.ownerDocument;
+  }
+  const ix = pointerIndex(doc);
   if (ix.all || ix.tags.has(tag)) return true;
-  if (!el.hasAttributes()) return false;
+  if (attrs === false || (attrs === undefined && !el.hasAttributes())) return false;
   if (ix.opaque) return true;
   const style = el.getAttribute("style");
   if (style && /cursor/i.test(style)) return true;

@@ -52,16 +52,18 @@ function walkDocument(doc, cb, start, elements, opts) {
     const root = openRootOf(parent, tag);
     if (root) {
       if (cb.root) cb.root(root);
-      children(root, depth, ctx, pending, parent);
+      inTree(WALK_TREE ? { doc: WALK_TREE.doc, shadow: true } : null, () => children(root, depth, ctx, pending, parent));
       return;
     }
     if (tag === "slot" && parent.assignedNodes) {
       const assigned = parent.assignedNodes();
       if (assigned.length) {
         const from = seekChild(parent);
-        for (let i = from ? Math.max(0, assigned.indexOf(from)) : 0; i < assigned.length; i++) {
-          visit(assigned[i], depth + 1, ctx, pending);
-        }
+        inTree(null, () => { // slotted nodes are in the host's tree: each is asked (pointerCandidate)
+          for (let i = from ? Math.max(0, assigned.indexOf(from)) : 0; i < assigned.length; i++) {
+            visit(assigned[i], depth + 1, ctx, pending);
+          }
+        });
         return;
       }
     }
@@ -73,7 +75,9 @@ function walkDocument(doc, cb, start, elements, opts) {
     if (tag === "slot" && parent.assignedNodes) {
       const assigned = parent.assignedNodes();
       if (assigned.length) {
-        for (const c of assigned) visit(c, depth + 1, ctx, pending);
+        inTree(null, () => {
+          for (const c of assigned) visit(c, depth + 1, ctx, pending);
+        });
         return;
       }
     }
@@ -166,11 +170,13 @@ function walkDocument(doc, cb, start, elements, opts) {
       const notable = !interactive && isNotable(el, tag, role);
       const pointer = !interactive && !notable && !unreadable && pointerClickable(el, tag);
       if (pointer) interactive = true;
-      if ((interactive || notable || unreadable) && st.visibility === "visible" && !notShown(el, tag)) {
+      const lazy = !!cb.lazyShown; // a read whose pages ask `shownInfo` (55-pages.js) when they get there
+      if ((interactive || notable || unreadable) && st.visibility === "visible" && (lazy || !notShown(el, tag))) {
         listed = { tag, role, interactive: interactive || !!unreadable, notable, unreadable, pointer };
+        if (!lazy) listed.shown = true;
         if (hosted) [listed.hosted, listed.ownInteractive] = [true, interactive];
         cb.element(el, listed);
-        if (tag === "select") listOptions(el, cb);
+        if (tag === "select") listOptions(el, cb, listed);
       }
     }
     // Value contexts: never descend for text or elements.
@@ -185,7 +191,7 @@ function walkDocument(doc, cb, start, elements, opts) {
     } else if (frameDoc && frameDoc.documentElement) {
       if (cb.root) cb.root(frameDoc);
       seekChild(el);
-      visit(frameDoc.documentElement, depth + 1, inner, null);
+      inTree({ doc: frameDoc, shadow: false }, () => visit(frameDoc.documentElement, depth + 1, inner, null));
     } else {
       visitChildren(el, tag, depth, inner, null);
     }
@@ -198,22 +204,42 @@ function walkDocument(doc, cb, start, elements, opts) {
   };
   const ctx = { text: !(opts && opts.text === false), elements };
   frozen(() => {
-    if (start) visit(start, 0, ctx, null);
-    else if (doc.documentElement) visit(doc.documentElement, 0, ctx, null);
+    if (start) {
+      const root = rootOf(start);
+      inTree({ doc: start.ownerDocument || doc, shadow: !!root && root.nodeType === 11 }, () => visit(start, 0, ctx, null));
+    } else if (doc.documentElement) {
+      inTree({ doc, shadow: false }, () => visit(doc.documentElement, 0, ctx, null));
+    }
   });
   return cut;
 }
+// Run `fn` with WALK_TREE (42-pointer.js) set to `tree`, restoring the one before whatever happens.
+function inTree(tree, fn) {
+  const before = WALK_TREE;
+  WALK_TREE = tree;
+  try {
+    fn();
+  } finally {
+    WALK_TREE = before;
+  }
+}
 // The options (and optgroup labels) of a listed <select>, as elements of their own right after it
 // (§9 v1.1): they have no box in a drop-down, so only `display:none`/`hidden` ones are skipped.
-function listOptions(select, cb) {
+// `owner`: the select's own info; an option is shown only where its select is (shownInfo, 55-pages.js).
+function listOptions(select, cb, owner) {
   const shown = (e) => !e.hidden && (styleOf(e) || { display: "none" }).display !== "none";
+  const item = (tag, role) => {
+    const info = { tag, role, interactive: true, notable: false, unreadable: null, option: true, owner };
+    if (owner.shown) info.shown = true;
+    return info;
+  };
   for (let c = select.firstElementChild; c; c = c.nextElementSibling) {
     const t = tagOf(c);
-    if (t === "option" && shown(c)) cb.element(c, { tag: t, role: "option", interactive: true, notable: false, unreadable: null, option: true });
+    if (t === "option" && shown(c)) cb.element(c, item(t, "option"));
     if (t !== "optgroup" || !shown(c)) continue;
-    cb.element(c, { tag: t, role: "group", interactive: true, notable: false, unreadable: null, option: true });
+    cb.element(c, item(t, "group"));
     for (let o = c.firstElementChild; o; o = o.nextElementSibling) {
-      if (tagOf(o) === "option" && shown(o)) cb.element(o, { tag: "option", role: "option", interactive: true, notable: false, unreadable: null, option: true });
+      if (tagOf(o) === "option" && shown(o)) cb.element(o, item("option", "option"));
     }
   }
 }

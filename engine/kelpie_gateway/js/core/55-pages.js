@@ -27,7 +27,10 @@ function priorityClass(info) {
 
 // Read `start` (an element or shadow root; null = the whole document), its text up to `textBound` units.
 // `opts`: {text: false} reads no text (mode "none"); {positions: true} gives every element the offsets of
-// its subtree's text (`textStart`, `textEnd`); {frames: true} records a slot where a frame the host reads
+// its subtree's text (`textStart`, `textEnd`); {lazyShown: true} leaves whether a candidate is shown to a
+// person (70-offscreen.js `notShown`) to the page that gets to it (`shownInfo`: a read lists at most a few
+// hundred of a big page's thousands of candidates, and the test reads a box and styles up its ancestors;
+// only reads whose every use of `order` goes through pageOf or asks shownInfo may set it); {frames: true} records a slot where a frame the host reads
 // in its own world goes (the snapshot's composite reads, core/80-frames.js) — without it such a frame is
 // its element's placeholder (unreadable "unavailable") and is never entered. Returns {url, title, headCut,
 // start, root, text, textComplete, walkCut, order:[info], roots, slots, frames, sink, mode: "live"|"none",
@@ -39,6 +42,7 @@ function readRecord(start, textBound, opts) {
   const noText = !!(opts && opts.text === false);
   const positions = !!(opts && opts.positions);
   const frames = !!(opts && opts.frames);
+  const lazyShown = !!(opts && opts.lazyShown);
   const sink = makeTextSink(noText ? 0 : textBound);
   const classes = [];
   for (let i = 0; i < CLASS_COUNT; i++) classes.push([]);
@@ -57,7 +61,11 @@ function readRecord(start, textBound, opts) {
     frame: frames ? (el, inner) => slots.push(frameSlot(el, inner, sink, order)) : placeFrame(sink),
   });
   if (positions) cb.elementEnd = (info) => { info.textEnd = sink.length(); };
+  if (lazyShown) cb.lazyShown = true;
   const walkCut = walkDocument(doc, cb, start, true, noText ? { text: false } : null);
+  // A read with hosted frames becomes a composite, whose counts need every candidate and whose frames may
+  // go away while the host reads them: decided now, as the walk saw the document.
+  if (lazyShown && slots.length) for (const list of classes) for (const info of list) shownInfo(info);
   const t = sink.raw();
   const url = cutUnits(wellFormed(String(doc.location ? doc.location.href : doc.URL)), URL_MAX);
   const title = cutUnits(wellFormed(flat(doc.title || "")), TITLE_MAX);
@@ -146,6 +154,14 @@ function textPage(rec, textAt, maxChars, skip) {
 // longer in the document is skipped and counted (`removed`), also right after the page, so no page is
 // empty only for elements that are gone. Returns {text, picked, removed, truncated, rest: {textAt,
 // elementAt} | null, textLeft}, or null for a text position this record never gave.
+// Whether a candidate of the read is shown to a person (§9 v1.2, 70-offscreen.js `notShown`), decided the
+// first time a page gets to it and kept for the snapshot (an option: where its select is shown).
+function shownInfo(info) {
+  if (info.shown === undefined) {
+    info.shown = !(info.owner && !shownInfo(info.owner)) && !notShown(info.el, info.tag);
+  }
+  return info.shown;
+}
 function pageOf(rec, textAt, elementAt, maxChars, maxElements, continuing, skip) {
   const tp = textPage(rec, textAt, maxChars, skip);
   if (tp === null) return null;
@@ -156,6 +172,7 @@ function pageOf(rec, textAt, elementAt, maxChars, maxElements, continuing, skip)
   for (; i < order.length; i++) {
     const info = order[i];
     if (continuing && !isLive(info.el)) { removed += 1; continue; }
+    if (!shownInfo(info)) continue; // never listed: also right after the page, as if it were not there
     if (picked.length >= maxElements) break;
     picked.push(info);
   }

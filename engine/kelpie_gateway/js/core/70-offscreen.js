@@ -4,25 +4,33 @@
 // ancestors, and a computed-style property read costs microseconds: what an ancestor contributes (its
 // clip, overflow, position and, when it clips, its box) and each document's scroll geometry are read once
 // per run (nothing runs between the reads of one describe pass, so they cannot change in between).
+// {zero, fixed, cx, cy, rect, el}: `cx`/`cy` (its overflow clips horizontally/vertically) are read when
+// first asked — an element's own facts need only `zero` and `fixed`, an ancestor's all of them.
+class ClipFacts {
+  constructor(el, raw) {
+    const position = raw.position;
+    this.zero = (position === "absolute" || position === "fixed") && clipsToNothing(raw.clip); // clip applies only then
+    this.fixed = position === "fixed";
+    this.rect = null;
+    this.el = el;
+    this.raw = raw;
+    this._cx = this._cy = undefined;
+  }
+  get cx() {
+    if (this._cx === undefined) { const v = this.raw.overflowX; this._cx = v === "hidden" || v === "clip"; }
+    return this._cx;
+  }
+  get cy() {
+    if (this._cy === undefined) { const v = this.raw.overflowY; this._cy = v === "hidden" || v === "clip"; }
+    return this._cy;
+  }
+}
 const clipCache = new Map();
 function clipFacts(a) {
   let f = clipCache.get(a);
   if (f !== undefined) return f;
   const st = styleOf(a);
-  if (!st) {
-    f = null;
-  } else {
-    const raw = st.raw;
-    const position = raw.position;
-    const ox = raw.overflowX;
-    const oy = raw.overflowY;
-    const cx = ox === "hidden" || ox === "clip";
-    const cy = oy === "hidden" || oy === "clip";
-    f = {
-      zero: (position === "absolute" || position === "fixed") && clipsToNothing(raw.clip), // clip applies only then
-      cx, cy, fixed: position === "fixed", rect: null, el: a,
-    };
-  }
+  f = st ? new ClipFacts(a, st.raw) : null;
   clipCache.set(a, f);
   return f;
 }
@@ -54,21 +62,34 @@ function scrollFacts(doc, view, root) {
 // first `position: fixed` one: {zero (a `clip: rect(0 0 0 0)` one), clips: [clip facts of the overflow-
 // clipping ones], fixed}. Kept per element for the run: the elements of one read share most ancestors.
 const aboveCache = new Map();
+const NOTHING_ABOVE = { zero: false, clips: [], fixed: false };
 function clipsAbove(a) {
-  const doc = a.ownerDocument;
+  const first = aboveCache.get(a);
+  if (first !== undefined) return first;
+  let doc = null;
   const path = [];
+  const parents = [];
   let known = null;
   for (let e = a; ; ) {
-    const p = flatParent(e);
-    if (!p || p.ownerDocument !== doc) { known = { zero: false, clips: [], fixed: false }; break; }
+    if (e !== a) {
+      const up = aboveCache.get(e);
+      if (up !== undefined) { known = up; break; }
+    }
+    // flatParent: a slot or a parent element is in the same document; only another step may leave it
+    const near = e.assignedSlot || e.parentElement;
+    const p = near || flatParent(e);
+    if (!p) { known = NOTHING_ABOVE; break; }
+    if (!near) {
+      if (doc === null) doc = a.ownerDocument;
+      if (p.ownerDocument !== doc) { known = NOTHING_ABOVE; break; }
+    }
     path.push(e);
-    const up = aboveCache.get(e);
-    if (up !== undefined) { path.pop(); known = up; break; }
+    parents.push(p);
     e = p;
   }
   // `path` holds elements whose summaries are missing, innermost first; fill them outermost first.
   for (let i = path.length - 1; i >= 0; i--) {
-    const p = flatParent(path[i]);
+    const p = parents[i];
     const f = clipFacts(p);
     let up;
     if (!f) up = known;
@@ -157,7 +178,10 @@ function sizedToNothing(el, st) {
   return !hasArea(range.getBoundingClientRect());
 }
 function hasArea(r) {
-  return r.width > 0 && r.height > 0 && (r.width > 1 || r.height > 1);
+  const w = r.width; // DOMRect getters are DOM calls from this world: each read once
+  if (!(w > 0)) return false;
+  const h = r.height;
+  return h > 0 && (w > 1 || h > 1);
 }
 function labelShown(el) {
   let labels = null;

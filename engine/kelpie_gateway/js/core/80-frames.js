@@ -155,6 +155,7 @@ function buildComposite(snap) {
   const local = [];
   for (let c = 0; c < CLASS_COUNT; c++) local.push([]);
   for (const info of rec.order) {
+    if (!shownInfo(info)) continue; // a composite's counts need all of them now (55-pages.js)
     if (info.hosted) {
       const s = bySlot.get(info.el);
       const why = s && s.part ? s.part.unreadable || null : "unavailable";
