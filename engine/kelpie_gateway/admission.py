@@ -9,8 +9,8 @@ coordinator turns it into the ``complete`` step. Nothing here changes a lane, a 
   and direct targeting (TAB_REQUIRED). Returns the lane, whether it mutates, the extension and the target
   tab.
 * :meth:`Admission.check` — the refs a request carries (the ref store's codes), a tab known to be closed
-  (TAB_NOT_FOUND), a snapshot's ``scope`` and ``cursor`` (an observer's: INVALID_PARAMS, it has neither),
-  and RECONCILE_REQUIRED. Run at ``begin`` and
+  (TAB_NOT_FOUND), a snapshot's ``scope``, ``cursor`` and ``since`` (an observer's: INVALID_PARAMS, it has
+  none of them, nor ``include``/``find``), and RECONCILE_REQUIRED. Run at ``begin`` and
   again before the main dispatch and before a tab switch: an ``authorize`` step or an inspection may have
   let the tab change meanwhile.
 * :meth:`Admission.switch` — whether selected targeting may switch tabs for a transaction (TAB_NOT_SELECTED,
@@ -34,7 +34,7 @@ from .transaction import Transaction
 _TAB_TARGETED: Final = frozenset({"tabs.select", "tabs.close"})
 _REF_METHODS: Final = frozenset({"tab.click", "tab.type"})
 _GUARDED: Final = _REF_METHODS | {"tab.snapshot"}
-"""Reads that :meth:`Admission.check` guards (refs, a scope or a cursor); it guards every mutation and
+"""Reads that :meth:`Admission.check` guards (refs, a scope, a cursor or a since); it guards every mutation and
 extension call, and nothing else."""
 
 Admitted = tuple[str, bool, Extension | None, str | None, bool]
@@ -110,10 +110,10 @@ class Admission:
             self._refs.resolve(ref, target)
         if txn.ext is not None:
             self.handles(txn, tab_id)
-        if txn.method == "tab.snapshot":  # scope and cursor are refused before anything runs (§9 v1.1)
+        if txn.method == "tab.snapshot":  # scope, cursor, since are refused before anything runs (§9)
             if self._config.observer:
                 self.refuse_anchor(params)
-            if params.get("cursor") is not None or params.get("scope") is not None:
+            if any(params.get(k) is not None for k in ("cursor", "scope", "since")):
                 self.refuse_closed(tab_id)
             natives.snapshot_anchor(params, tab_id or "", self._ctx)
         if txn.mutates and tab_id is not None and tab_id in self._ledger.reconcile:
@@ -144,9 +144,10 @@ class Admission:
 
     @staticmethod
     def refuse_anchor(params: JsonObject) -> None:
-        """An observer (config ``observer: true``, §9 v1.2) issues no refs and offers no cursor: a snapshot
-        naming a ``scope`` or a ``cursor`` is refused INVALID_PARAMS before anything runs."""
-        for name in ("scope", "cursor"):
+        """An observer (config ``observer: true``, §9 v1.2) issues no refs, no cursor and no snapshot id, and
+        reads the whole tab in one page: a snapshot naming a ``scope``, ``cursor``, ``since``, ``include`` or
+        ``find`` is refused INVALID_PARAMS before anything runs (docs/contract-notes.md "Observers")."""
+        for name in ("scope", "cursor", "since", "include", "find"):
             if params.get(name) is not None:
                 raise Refusal(
                     "INVALID_PARAMS",

@@ -143,7 +143,9 @@ class GatewayCore:
         # progress and, once validated, its normalized params (audit.RAW: not validated, use its own).
         self._hint: Any = None
         self._hint_params: Any = audit.RAW
-        self._natives = natives.Context(secrets.token_hex(16), self._refs.resolve, self._refs.resume)
+        self._natives = natives.Context(
+            secrets.token_hex(16), self._refs.resolve, self._refs.resume, self._refs.since_anchor
+        )
         self._admission = Admission(self._config, self._catalog, self._refs, self._ledger, self._natives)
         self._direct_watcher: Callable[[bool], None] | None = None
 

@@ -23,7 +23,7 @@ from typing import Final
 
 from .errors import JsonObject
 from .refs import RefStore
-from .results import Shaped
+from .results import Shaped, since_changes
 from .transaction import Transaction
 
 UNDELIVERED_MEMORY: Final = 4096
@@ -109,13 +109,20 @@ class TabLedger:
         out = shaped.result
         snap = shaped.snapshot
         if snap is not None:
+            old_refs: dict[str, str | None] = {}
+            if snap.since is not None:  # the earlier snapshot's refs, before the new one replaces them
+                olds = [h for h in snap.since.was if h is not None] + snap.since.removed
+                old_refs = dict(zip(olds, refs.latest_refs(snap.tab_id, olds), strict=True))
             out["generation"], out["snapshot"], issued, next_cursor = refs.issue(
-                snap.tab_id, snap.generation, snap.handles, snap.rest, snap.cursor
+                snap.tab_id, snap.generation, snap.handles, snap.rest, snap.cursor, snap.token
             )
             for item, ref in zip(out["elements"], issued, strict=True):
                 item["ref"] = ref
             if next_cursor is not None:
                 out["next"] = next_cursor
+            if snap.since is not None:
+                out["changes"] = since_changes(out["elements"], snap.since, old_refs)
+                out["elements"] = []
             self.reconcile.discard(snap.tab_id)
         return out
 

@@ -27,6 +27,12 @@ Theory of operation
   ``STALE_SNAPSHOT`` (an older snapshot, a page already continued, refs invalidated since — navigation,
   an action, a renderer change — or a newer document generation). The renderer refuses
   ``STALE_SNAPSHOT`` itself when the document changed under an unchanged generation.
+* A snapshot also keeps the renderer's token of its read (never shown). ``tab.snapshot {since}`` (§9 v1.2)
+  names the tab's latest snapshot by id: :meth:`RefStore.since_anchor` gives that token, and refuses
+  before anything is dispatched — ``INVALID_PARAMS`` (not a snapshot id of this gateway),
+  ``CROSS_TAB_REF`` (another tab's), ``STALE_SNAPSHOT`` (an older snapshot of this tab, a newer document
+  generation, or a renderer that gave no token). Refs invalidated by an action do not stop it: what an
+  action changed is what ``since`` is for.
 * :meth:`RefStore.issue` is the one place refs are issued: a snapshot's renderer handles become the refs
   of a new snapshot, or of the next page of the snapshot a cursor continues.
 * Old snapshot ids are remembered (to tell ``STALE_SNAPSHOT``/``CROSS_TAB_REF`` from ``UNKNOWN_REF``)
@@ -47,6 +53,7 @@ from .errors import Refusal
 SNAPSHOT_MEMORY: Final = 65_536
 _REF_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})e([1-9][0-9]{0,6})$")
 _CURSOR_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})p([1-9][0-9]{0,5})$")
+_SNAPSHOT_ID_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})$")
 
 
 class RefError(Refusal):
@@ -68,6 +75,7 @@ class _TabRefs:
     pages: int = 1
     next: str | None = None
     rest: Any = None
+    token: str | None = None
 
 
 class RefStore:
@@ -148,15 +156,20 @@ class RefStore:
 
     # ------------------------------------------------------------- snapshots and refs
     def issue_snapshot(
-        self, tab_id: str, generation: int | None, handles: list[str], rest: Any = None
+        self,
+        tab_id: str,
+        generation: int | None,
+        handles: list[str],
+        rest: Any = None,
+        token: str | None = None,
     ) -> tuple[int, list[str], str | None]:
         """Make a new latest snapshot of ``tab_id`` holding ``handles``; returns ``(id, refs, next)``.
 
         ``rest``: the renderer's private position of the next page (None: nothing left); ``next`` is the
-        cursor that continues it, or None."""
+        cursor that continues it, or None. ``token``: the renderer's name of the read, for ``since``."""
         self._last_snapshot += 1
         sid = self._last_snapshot
-        tab = _TabRefs(sid, generation, list(handles), False)
+        tab = _TabRefs(sid, generation, list(handles), False, token=token)
         self._tabs[tab_id] = tab
         self._owner[sid] = tab_id
         if len(self._owner) > SNAPSHOT_MEMORY:
@@ -181,15 +194,12 @@ class RefStore:
                 "/params/cursor: not a cursor issued by this gateway; pass a snapshot's `next`",
             )
         sid, page = int(m.group(1)), int(m.group(2))
-        owner = self._owner.get(sid)
-        if owner is not None and owner != tab_id:
-            raise RefError("CROSS_TAB_REF", f"cursor {cursor!r} belongs to tab {owner!r}, not {tab_id!r}")
-        tab = self._tabs.get(tab_id)
-        if owner is None or tab is None or tab.snapshot != sid:
-            raise RefError(
-                "STALE_SNAPSHOT",
-                f"cursor {cursor!r} is of an older snapshot of tab {tab_id!r}; take a new tab.snapshot",
-            )
+        tab = self._latest(
+            sid,
+            tab_id,
+            f"cursor {cursor!r}",
+            f"is of an older snapshot of tab {tab_id!r}; take a new tab.snapshot",
+        )
         current = self._generations.get(tab_id)
         if tab.invalidated or (
             tab.generation is not None and current is not None and current != tab.generation
@@ -210,6 +220,54 @@ class RefStore:
                 "/params/cursor: not a cursor issued by this gateway; pass a snapshot's `next`",
             )
         return tab.rest
+
+    def _latest(self, sid: int, tab_id: str, what: str, older: str) -> _TabRefs:
+        """``tab_id``'s refs when snapshot ``sid`` is its latest; else CROSS_TAB_REF (another tab's) or
+        STALE_SNAPSHOT (``what`` + ``older``)."""
+        owner = self._owner.get(sid)
+        if owner is not None and owner != tab_id:
+            raise RefError("CROSS_TAB_REF", f"{what} belongs to tab {owner!r}, not {tab_id!r}")
+        tab = self._tabs.get(tab_id)
+        if owner is None or tab is None or tab.snapshot != sid:
+            raise RefError("STALE_SNAPSHOT", f"{what} {older}")
+        return tab
+
+    def since_anchor(self, since: str, tab_id: str) -> str:
+        """The renderer's token of the snapshot ``since`` names, for ``tab.snapshot {since}`` on ``tab_id``
+        (§9 v1.2); raises :class:`RefError` (INVALID_PARAMS, CROSS_TAB_REF, STALE_SNAPSHOT) before anything
+        is dispatched. The snapshot must be the tab's latest, of the document the tab still shows; its refs
+        may have been invalidated by an action since."""
+        m = _SNAPSHOT_ID_RE.match(since)
+        if m is None or int(m.group(1)) > self._last_snapshot:
+            raise RefError(
+                "INVALID_PARAMS",
+                "/params/since: not a snapshot id issued by this gateway; pass a snapshot's `snapshot`",
+            )
+        tab = self._latest(
+            int(m.group(1)),
+            tab_id,
+            f"snapshot {since!r}",
+            f"is not the latest snapshot of tab {tab_id!r}; pass the latest one's id, or take a new tab.snapshot",
+        )
+        current = self._generations.get(tab_id)
+        if tab.generation is not None and current is not None and current != tab.generation:
+            raise RefError(
+                "STALE_SNAPSHOT",
+                f"the document of snapshot {since!r} is gone (tab {tab_id!r} navigated); take a new tab.snapshot",
+            )
+        if tab.token is None:
+            raise RefError(
+                "STALE_SNAPSHOT", f"snapshot {since!r} cannot be compared with; take a new tab.snapshot"
+            )
+        return tab.token
+
+    def latest_refs(self, tab_id: str, handles: list[str]) -> list[str | None]:
+        """The ref of each of ``handles`` in ``tab_id``'s latest snapshot (None where it has none)."""
+        tab = self._tabs.get(tab_id)
+        if tab is None:
+            return [None] * len(handles)
+        index = {h: i for i, h in enumerate(tab.handles, 1)}
+        return [f"s{tab.snapshot}e{index[h]}" if h in index else None for h in handles]
 
     def extend_snapshot(
         self, tab_id: str, cursor: str, handles: list[str], rest: Any
@@ -232,11 +290,13 @@ class RefStore:
         handles: list[str],
         rest: Any = None,
         cursor: str | None = None,
+        token: str | None = None,
     ) -> tuple[int | None, str, list[str], str | None]:
         """Issue the refs of a snapshot's ``handles`` (in element order): a new latest snapshot of
         ``tab_id`` or, with ``cursor``, the next page of the snapshot that cursor continues (§3, §9 v1.1).
         ``generation``: the renderer's, or None (the tab's last known one); ``rest``: the renderer's private
-        position of the page after this one (None: nothing left).
+        position of the page after this one (None: nothing left); ``token``: the renderer's name of a new
+        snapshot's read (for ``since``).
 
         Returns ``(generation, snapshot id "s<n>", refs, next cursor or None)``. Raises :class:`RefError`
         (STALE_SNAPSHOT, …) when the cursor stopped being the tab's latest while the page was read."""
@@ -248,7 +308,7 @@ class RefStore:
                 )
             sid, refs, next_cursor = self.extend_snapshot(tab_id, cursor, handles, rest)
         else:
-            sid, refs, next_cursor = self.issue_snapshot(tab_id, seen, handles, rest)
+            sid, refs, next_cursor = self.issue_snapshot(tab_id, seen, handles, rest, token)
         return seen, f"s{sid}", refs, next_cursor
 
     def owner(self, ref: str) -> str | None:
