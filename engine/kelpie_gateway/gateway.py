@@ -481,7 +481,7 @@ class GatewayCore:
         step = self._issue_dispatch(txn, event, endpoint, params, txn.mutates)
         if txn.mutates:
             txn.dispatched_mutation = True
-            self._ledger.invalidate_for(txn)
+            txn.held = self._ledger.invalidate_for(txn)
         txn.epoch = self._refs.epoch(txn.tab_id)
         return step
 
@@ -714,6 +714,8 @@ class GatewayCore:
     def _finish(self, txn: Transaction, envelope: JsonObject) -> JsonObject:
         if txn.dispatched_mutation or envelope.get("mayHaveCompleted"):
             self._ledger.finished(txn, envelope)  # marks, and what an undelivered report would need
+            if txn.held and envelope.get("mayHaveCompleted") is False and not envelope.get("success"):
+                self._ledger.unchanged(txn)  # refused before any effect: its refs were never spent
         txn.fire("finish")
         self._release(txn)
         txn.seq += 1

@@ -18,6 +18,13 @@ Theory of operation
   lock at the start of every ``begin``, ``next``, ``advance`` and ``cancel``.
 * Each tab has an *epoch* that every drained invalidation of it (or of all tabs) bumps; a read records
   the epoch when dispatched and is discarded ``RENDERER_CHANGED`` if it moved meanwhile.
+* A mutation invalidates its tab's refs when it is dispatched, through :meth:`RefStore.hold`, which
+  remembers the snapshots that were valid and the epochs it left them at. If the renderer then says the
+  mutation changed nothing (a refusal before any event, ``mayHaveCompleted:false``: ``NOT_ACTIONABLE``,
+  ``NOT_TYPABLE`` before focus, ``NODE_REPLACED`` …), :meth:`RefStore.release` makes those snapshots
+  valid again — only where nothing else invalidated them meanwhile (the epoch is still the one the hold
+  left) and the snapshot is still the tab's latest (docs/contract-notes.md "A refusal that changed
+  nothing keeps the refs").
 * A snapshot may come in pages (CONTRACT.md §3, §9 v1.1). When the renderer says more is left, the
   snapshot's latest page carries an opaque ``next`` cursor ``s<n>p<k>`` (page ``k + 1`` of snapshot
   ``n``) and this module keeps, privately, the renderer's position behind it. A ``tab.snapshot`` with that
@@ -68,6 +75,10 @@ class _TabRefs:
     pages: int = 1
     next: str | None = None
     rest: Any = None
+
+
+Hold = tuple[tuple[str, "_TabRefs", int], ...]
+"""What :meth:`RefStore.hold` invalidated: ``(tab, its snapshot record, the epoch it was left at)``."""
 
 
 class RefStore:
@@ -122,6 +133,26 @@ class RefStore:
         self._global_epoch += 1
         for tab in self._tabs.values():
             tab.invalidated = True
+
+    def hold(self, tab_id: str | None) -> Hold:
+        """Invalidate ``tab_id``'s refs (None: every tab's) for a mutation being dispatched, and return what
+        :meth:`release` needs to undo it if the mutation turns out to have changed nothing: each snapshot
+        that was valid, with the epoch this invalidation left its tab at (caller holds the lock)."""
+        if tab_id is None:
+            valid = [(t, rec) for t, rec in self._tabs.items() if not rec.invalidated]
+            self.invalidate_all()
+        else:
+            rec = self._tabs.get(tab_id)
+            valid = [] if rec is None or rec.invalidated else [(tab_id, rec)]
+            self.invalidate(tab_id)
+        return tuple((t, rec, self.epoch(t)) for t, rec in valid)
+
+    def release(self, hold: Hold) -> None:
+        """The mutation that made ``hold`` changed nothing: its snapshots are valid again, each only if it is
+        still its tab's latest and nothing invalidated the tab since (its epoch is the one ``hold`` left)."""
+        for tab_id, rec, epoch in hold:
+            if self._tabs.get(tab_id) is rec and self.epoch(tab_id) == epoch:
+                rec.invalidated = False
 
     def epoch(self, tab_id: str | None) -> int:
         """A number that changes whenever ``tab_id``'s refs are invalidated (None: any tab's)."""
