@@ -58,7 +58,7 @@ from . import audit, inputs, jsonio, natives, results, steps
 from .admission import Admission
 from .catalog import Catalog
 from .config import Config, Extension, parse_config
-from .errors import GatewayPendingError, JsonObject, Refusal, failure, rejected, success
+from .errors import TAB_ID_SHAPE, GatewayPendingError, JsonObject, Refusal, failure, rejected, shown, success
 from .inputs import CANCEL_CODES, RESULT, TAB_CLOSED, UNDELIVERED
 from .ledger import TabLedger
 from .refs import RefStore
@@ -564,7 +564,7 @@ class GatewayCore:
             if state == "dispatching":  # the main dispatch: shape its result, record its facts, complete
                 tab = txn.tab_id
                 if not txn.mutates and tab is not None and self._refs.epoch(tab) != txn.epoch:
-                    changed = f"tab {tab!r} changed while it was being read; the result was discarded"
+                    changed = f"tab {shown(tab, 'a tab id', TAB_ID_SHAPE)} changed while it was being read; the result was discarded"
                     return self._finish(txn, failure(txn.request_id, "RENDERER_CHANGED", changed))
                 planned = txn.planned
                 shaped = results.SHAPERS[planned.method](planned, result)
@@ -616,7 +616,8 @@ class GatewayCore:
         docs/contract-notes.md "A failure after a tab switch")."""
         if txn.switched and not may_have_completed:
             may_have_completed = True
-            message = f"{message} (tab {txn.tab_id!r} had been selected for it first: the selection changed)"
+            tab = shown(txn.tab_id, "a tab id", TAB_ID_SHAPE)
+            message = f"{message} (tab {tab} had been selected for it first: the selection changed)"
         return self._finish(
             txn, failure(txn.request_id, code, message, may_have_completed=may_have_completed)
         )

@@ -49,11 +49,16 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .errors import Refusal
+from .errors import REF_SHAPE, TAB_ID_SHAPE, Refusal, shown
 
 SNAPSHOT_MEMORY: Final = 65_536
 _REF_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})e([1-9][0-9]{0,6})$")
 _CURSOR_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})p([1-9][0-9]{0,5})$")
+
+
+def _tab(tab_id: str) -> str:
+    """The client's ``tabId`` as a message shows it (quoted only when it looks like a tab id)."""
+    return shown(tab_id, "a tab id", TAB_ID_SHAPE)
 
 
 class RefError(Refusal):
@@ -214,12 +219,12 @@ class RefStore:
         sid, page = int(m.group(1)), int(m.group(2))
         owner = self._owner.get(sid)
         if owner is not None and owner != tab_id:
-            raise RefError("CROSS_TAB_REF", f"cursor {cursor!r} belongs to tab {owner!r}, not {tab_id!r}")
+            raise RefError("CROSS_TAB_REF", f"cursor {cursor!r} belongs to tab {owner!r}, not {_tab(tab_id)}")
         tab = self._tabs.get(tab_id)
         if owner is None or tab is None or tab.snapshot != sid:
             raise RefError(
                 "STALE_SNAPSHOT",
-                f"cursor {cursor!r} is of an older snapshot of tab {tab_id!r}; take a new tab.snapshot",
+                f"cursor {cursor!r} is of an older snapshot of tab {_tab(tab_id)}; take a new tab.snapshot",
             )
         current = self._generations.get(tab_id)
         if tab.invalidated or (
@@ -227,7 +232,7 @@ class RefStore:
         ):
             raise RefError(
                 "STALE_SNAPSHOT",
-                f"tab {tab_id!r} changed since snapshot s{sid} (navigation, an action or a renderer change); "
+                f"tab {_tab(tab_id)} changed since snapshot s{sid} (navigation, an action or a renderer change); "
                 "take a new tab.snapshot",
             )
         if tab.next != cursor:
@@ -275,7 +280,7 @@ class RefStore:
         if cursor is not None:
             if seen != self._generations.get(tab_id):
                 raise RefError(
-                    "STALE_SNAPSHOT", f"tab {tab_id!r} shows a new document; take a new tab.snapshot"
+                    "STALE_SNAPSHOT", f"tab {_tab(tab_id)} shows a new document; take a new tab.snapshot"
                 )
             sid, refs, next_cursor = self.extend_snapshot(tab_id, cursor, handles, rest)
         else:
@@ -291,7 +296,10 @@ class RefStore:
         """The renderer handle behind ``ref`` for an action on ``tab_id``; raises :class:`RefError`."""
         m = _REF_RE.match(ref)
         if m is None:
-            raise RefError("UNKNOWN_REF", f"{ref!r} is not a ref issued by this gateway; take a tab.snapshot")
+            raise RefError(
+                "UNKNOWN_REF",
+                f"{shown(ref, 'a ref', REF_SHAPE)} is not a ref issued by this gateway; take a tab.snapshot",
+            )
         sid, index = int(m.group(1)), int(m.group(2))
         if sid > self._last_snapshot:
             raise RefError("UNKNOWN_REF", f"{ref!r} was never issued by this gateway; take a tab.snapshot")
@@ -303,18 +311,18 @@ class RefStore:
         if owner != tab_id:
             raise RefError(
                 "CROSS_TAB_REF",
-                f"{ref!r} belongs to tab {owner!r}, not {tab_id!r}; snapshot {tab_id!r} for its refs",
+                f"{ref!r} belongs to tab {owner!r}, not {_tab(tab_id)}; snapshot {_tab(tab_id)} for its refs",
             )
         tab = self._tabs.get(tab_id)
         if tab is None or tab.snapshot != sid:
             raise RefError(
                 "STALE_SNAPSHOT",
-                f"{ref!r} is from an older snapshot of tab {tab_id!r}; use refs from its latest one",
+                f"{ref!r} is from an older snapshot of tab {_tab(tab_id)}; use refs from its latest one",
             )
         if tab.invalidated:
             raise RefError(
                 "REFS_INVALIDATED",
-                f"tab {tab_id!r} changed since its snapshot (navigation, an action or a renderer change); "
+                f"tab {_tab(tab_id)} changed since its snapshot (navigation, an action or a renderer change); "
                 "take a new tab.snapshot",
             )
         if index > len(tab.handles):
@@ -323,7 +331,7 @@ class RefStore:
         if tab.generation is not None and current is not None and current != tab.generation:
             raise RefError(
                 "TAB_STALE",
-                f"tab {tab_id!r} now shows document generation {current}, the snapshot was of {tab.generation}; "
+                f"tab {_tab(tab_id)} now shows document generation {current}, the snapshot was of {tab.generation}; "
                 "take a new tab.snapshot",
             )
         return tab.handles[index - 1]

@@ -52,7 +52,7 @@ from typing import Any, Protocol
 
 from kelpie_gateway import jsonrpc_error
 from kelpie_gateway.host.audit import AuditLog
-from kelpie_gateway.host.renderer import Renderer, fail
+from kelpie_gateway.host.renderer import HOST_TAB_ID, Renderer, fail
 
 JsonObject = dict[str, Any]
 FIRST = asyncio.FIRST_COMPLETED
@@ -563,7 +563,8 @@ class Driver:
             ms = (time.monotonic() - started) * 1000
         lane = audit.get("lane")
         extra = f" lane={lane}" if lane and lane != "direct" else ""
-        self.log(f"tx {_printable(method)} tab={_printable(tab or '-')} {outcome} {ms:.0f}ms{extra}")
+        shown = "-" if tab is None else tab if isinstance(tab, str) and HOST_TAB_ID.match(tab) else "?"
+        self.log(f"tx {_printable(method)} tab={shown} {outcome} {ms:.0f}ms{extra}")
 
 
 def _needs_browser(step: Mapping[str, Any]) -> bool:

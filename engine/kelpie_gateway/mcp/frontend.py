@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..errors import JsonObject, failure, success
+from ..errors import NAME_SHAPE, JsonObject, failure, shown, success
 from ..gateway import GatewayCore, Render
 from .protocol import (
     CACHE_SCOPE,
@@ -89,7 +89,11 @@ def _translate(gw: GatewayCore, message: Any) -> JsonObject:
             return gw.complete_now(success(None, {}), _no_response, "jsonrpc/response")
         for key in msg:
             if key not in MESSAGE_KEYS:
-                raise RpcError(INVALID_REQUEST, f"unknown member {key[:100]!r}", "INVALID_REQUEST")
+                raise RpcError(
+                    INVALID_REQUEST,
+                    f"unknown member {shown(key, 'a member name', NAME_SHAPE)}",
+                    "INVALID_REQUEST",
+                )
         if not isinstance(msg.get("method"), str):
             raise RpcError(INVALID_REQUEST, "method must be a string", "INVALID_REQUEST")
         method = msg["method"]
@@ -118,6 +122,11 @@ def _translate(gw: GatewayCore, message: Any) -> JsonObject:
         return with_http_status(step) if modern else step
 
 
+def _method(method: str) -> str:
+    """A client's JSON-RPC method name as a message shows it (quoted only when it looks like a name)."""
+    return shown(method, "a method name", NAME_SHAPE)
+
+
 def _no_response(_envelope: JsonObject) -> None:
     return None
 
@@ -133,7 +142,7 @@ def _request(gw: GatewayCore, rid: Any, method: str, params: JsonObject) -> Json
     elif method == "tools/call":
         return tools_call(gw, rid, params, _same)
     else:
-        raise RpcError(METHOD_NOT_FOUND, f"method not found: {method[:100]!r}", "UNSUPPORTED_METHOD")
+        raise RpcError(METHOD_NOT_FOUND, f"method not found: {_method(method)}", "UNSUPPORTED_METHOD")
     response = rpc_result(rid, result)
     return gw.complete_now(success(rid, result), lambda _e: response, method)
 
@@ -158,7 +167,7 @@ def _stateless_request(gw: GatewayCore, rid: Any, method: str, params: JsonObjec
             "UNSUPPORTED_METHOD",
         )
     else:
-        raise RpcError(METHOD_NOT_FOUND, f"method not found: {method[:100]!r}", "UNSUPPORTED_METHOD")
+        raise RpcError(METHOD_NOT_FOUND, f"method not found: {_method(method)}", "UNSUPPORTED_METHOD")
     response = stamp(rpc_result(rid, result))
     return gw.complete_now(success(rid, result), lambda _e: response, method)
 

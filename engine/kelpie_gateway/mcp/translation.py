@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from .. import jsonio
 from ..config import NAME_PATTERN
-from ..errors import JsonObject, failure, success
+from ..errors import NAME_SHAPE, JsonObject, failure, shown, success
 from ..gateway import GatewayCore, Render
 from ..schema import MAX_EXTENSION_TOOL_NAMES
 from .protocol import INVALID_PARAMS, RpcError, rpc_error, rpc_result
@@ -67,7 +67,7 @@ def tools_call(
         raise RpcError(INVALID_PARAMS, "tools/call needs params.name (a string)", "INVALID_PARAMS")
     arguments = params.get("arguments", {})
     if not isinstance(arguments, dict):
-        raise RpcError(INVALID_PARAMS, f"{name[:64]}: arguments must be an object", "INVALID_PARAMS")
+        raise RpcError(INVALID_PARAMS, f"{_tool(name)}: arguments must be an object", "INVALID_PARAMS")
     if name == TOOL_BROWSER:
         _only(name, arguments, required=("method",), optional=("params",))
         if not isinstance(arguments["method"], str):
@@ -108,10 +108,19 @@ def tools_call(
     return _direct_call(gw, rid, name, arguments, finish)
 
 
+def _tool(name: str) -> str:
+    """A client's tool or extension name as a message shows it (quoted only when it looks like a name)."""
+    return shown(name, "a tool name", NAME_SHAPE)
+
+
 def _only(tool: str, arguments: JsonObject, *, required: tuple[str, ...], optional: tuple[str, ...]) -> None:
     for key in arguments:
         if key not in required and key not in optional:
-            raise RpcError(INVALID_PARAMS, f"{tool}: unknown argument {key[:100]!r}", "INVALID_PARAMS")
+            raise RpcError(
+                INVALID_PARAMS,
+                f"{tool}: unknown argument {shown(key, 'an argument name', NAME_SHAPE)}",
+                "INVALID_PARAMS",
+            )
     for key in required:
         if key not in arguments:
             raise RpcError(INVALID_PARAMS, f"{tool}: argument {key!r} is required", "INVALID_PARAMS")
@@ -137,7 +146,7 @@ def _direct_call(
     """An extension called by its own name. Not admitted (unknown, filtered, method not native, mutating
     with actions disabled) -> the engine refuses EXTENSION_NOT_ADMITTED, rendered as ``-32602`` unknown
     tool; arguments its ``inputSchema`` refuses -> ``-32602`` invalid arguments (nothing dispatched)."""
-    unknown = f"unknown tool: {name[:100]!r}"
+    unknown = f"unknown tool: {_tool(name)}"
     if not _NAME_RE.match(name):
         raise RpcError(INVALID_PARAMS, unknown, "EXTENSION_NOT_ADMITTED")
     ext = gw.catalog.extensions.get(name)
@@ -163,7 +172,7 @@ def _describe(gw: GatewayCore, name: str) -> JsonObject:
             "name": name,
             "error": {
                 "code": "EXTENSION_NOT_ADMITTED",
-                "message": f"no admitted extension named {name[:100]!r}",
+                "message": f"no admitted extension named {_tool(name)}",
             },
         }
     return {

@@ -24,7 +24,7 @@ from typing import Any
 
 from playwright.async_api import Frame, Page
 
-from kelpie_gateway.host.renderer import PageNotMade, Refused, fail
+from kelpie_gateway.host.renderer import PageNotMade, Refused, fail, shown_tab
 
 from .common import Owner, Tab, quiet, short
 
@@ -76,7 +76,7 @@ class Pages:
         """The tab ``tab_id`` names; raises :class:`Refused` ``TAB_NOT_FOUND`` (``mayHaveCompleted:false``)."""
         tab = self._tabs.get(tab_id) if isinstance(tab_id, str) else None
         if tab is None:
-            raise Refused(fail("TAB_NOT_FOUND", f"no tab {tab_id!r}", mayHaveCompleted=False))
+            raise Refused(fail("TAB_NOT_FOUND", f"no tab {shown_tab(tab_id)}", mayHaveCompleted=False))
         return tab
 
     def live(self, tab_id: Any) -> Tab:
