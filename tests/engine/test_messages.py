@@ -66,6 +66,7 @@ def _answers(gw: Gateway, token: str) -> list[Any]:
         {"jsonrpc": "2.0", "id": 1, "method": token, "params": {"_meta": META}},
     ]
     out += [gw.begin_mcp(m) for m in rpc]
+    out.append(gw.begin('{"version":1,"id":1,"method":"tabs.list","params":{},"' + token + '":1,"' + token + '":2}'))
     return out
 
 

@@ -98,9 +98,11 @@ def _short_result(result: Any) -> Any:
 
 # ---------------------------------------------------------------------- call
 def cmd_call(args: argparse.Namespace) -> int:
+    from kelpie_gateway import JsonError, loads  # the engine's parser: a repeated name is refused
+
     try:
-        params = json.loads(args.params) if args.params else {}
-    except ValueError as exc:
+        params = loads(args.params) if args.params else {}
+    except JsonError as exc:
         print(f"error: --params is not JSON: {exc}", file=sys.stderr)
         return 2
     token = _token(args)

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import json
 import os
 import socket
 import sys
@@ -61,7 +60,7 @@ from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 from aiohttp.web_server import Server
 
-from kelpie_gateway import jsonrpc_error, mcp_http_refusal
+from kelpie_gateway import JsonError, jsonrpc_error, loads, mcp_http_refusal
 from kelpie_gateway.host.auth import Pairing, TokenStore
 from kelpie_gateway.host.auth import state_dir as state_dir  # re-exported: it moved to auth (a light import)
 from kelpie_gateway.host.driver import Caller, Driver
@@ -584,9 +583,9 @@ class HostServer:
             body = await self._read(request, err("REQUEST_TOO_LARGE", "the request body is over 4 MiB"))
         except _Refused as refused:
             return await _refuse(request, refused)
-        try:
-            parsed = orjson.loads(body)
-        except orjson.JSONDecodeError:
+        try:  # the engine's parser: {"client": "a", "client": "b"} is refused, not read as "b"
+            parsed = loads(body)
+        except JsonError:
             return _json(400, err("INVALID_JSON", 'the body must be JSON: {"client": "<name>"}'))
         client = parsed.get("client") if isinstance(parsed, dict) else None
         if (
@@ -655,9 +654,9 @@ def admin_app(pairing: Pairing, log: Callable[[str], None]) -> web.Application:
 
     async def decide(request: web.Request) -> web.StreamResponse:
         try:
-            body = json.loads(await request.read())
+            body = loads(await request.read())
             code = str(body["code"])
-        except (ValueError, KeyError, TypeError):
+        except (JsonError, KeyError, TypeError):
             return _json(400, {"error": 'body must be {"code": "..."}'})
         decision = "approved" if request.match_info["decision"] == "approve" else "denied"
         found = pairing.decide(code, decision)  # type: ignore[arg-type]
