@@ -370,6 +370,10 @@ async def serve(opts: ServeOptions) -> int:
         tunnel.start()
     await stop.wait()
     log("shutting down")
+    if opts.listen:
+        waiting = host.pairing.close()  # waiting pairers are answered 503 now: none holds the exit
+        if waiting:
+            log(f"answered {waiting} waiting pairing request(s) 503: the host is shutting down")
     if tunnel is not None:
         await tunnel.close()
     await stack.driver.drain(2.0)

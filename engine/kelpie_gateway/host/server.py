@@ -61,7 +61,7 @@ from aiohttp.web_response import StreamResponse
 from aiohttp.web_server import Server
 
 from kelpie_gateway import JsonError, jsonrpc_error, loads, mcp_http_refusal
-from kelpie_gateway.host.auth import Pairing, TokenStore
+from kelpie_gateway.host.auth import MAX_PENDING_PAIRINGS, Pairing, PairingFull, TokenStore
 from kelpie_gateway.host.auth import state_dir as state_dir  # re-exported: it moved to auth (a light import)
 from kelpie_gateway.host.driver import Caller, Driver
 
@@ -573,7 +573,8 @@ class HostServer:
 
     # ------------------------------------------------------------------ pairing
     async def pair(self, request: web.Request) -> web.StreamResponse:
-        """``POST /v1/pair`` ``{"client": name}`` -> 200 ``{"token", "client"}`` / 403 / 408."""
+        """``POST /v1/pair`` ``{"client": name}`` -> 200 ``{"token", "client"}`` / 403 / 408; 429 while
+        ``MAX_PENDING_PAIRINGS`` wait already, 503 once the host is shutting down."""
 
         err = _pair_refusal
 
@@ -598,7 +599,22 @@ class HostServer:
             return _json(
                 400, err("INVALID_REQUEST", 'the body must be {"client": "<printable name, 1..100 chars>"}')
             )
-        pending = self.pairing.open(client)
+        try:
+            pending = self.pairing.open(client)
+        except PairingFull as full:
+            if full.closing:
+                return _json(503, err("CANCELLED", "the host is shutting down: pair again once it is back"))
+            self.log(
+                f"pairing request from client {client!r} refused: {MAX_PENDING_PAIRINGS} requests wait already"
+            )
+            return _json(
+                429,
+                err(
+                    "BUSY",
+                    f"{MAX_PENDING_PAIRINGS} pairing requests already wait for the operator; try again later",
+                ),
+                {"Retry-After": "10"},
+            )
         if self.pairing.auto_approve:
             self.log(
                 f"pairing request from client {client!r}: approved automatically (--approve-pairing auto)"
@@ -622,6 +638,9 @@ class HostServer:
         if decision == "denied":
             self.log(f"pairing denied for client {client!r}")
             return _json(403, err("NOT_AUTHORIZED", "the operator denied this pairing request"))
+        if decision == "shutdown":
+            self.log(f"pairing request from client {client!r} answered 503: the host is shutting down")
+            return _json(503, err("CANCELLED", "the host is shutting down: pair again once it is back"))
         self.log(f"pairing request from client {client!r} timed out")
         return _json(408, err("TIMEOUT", "the pairing request was not approved in time"))
 
