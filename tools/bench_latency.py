@@ -4,6 +4,7 @@
 Usage::
 
     .venv/bin/python tools/bench_latency.py --base DIR [--rounds 30]
+    .venv/bin/python tools/bench_latency.py --policy [--rounds 30]
 
 ``DIR`` holds the previous build's ``engine/`` (e.g. ``git archive main engine | tar -x -C DIR``); this
 worktree's ``engine/`` is the new build. Both run as ``kelpie-gateway serve`` (real headless Chromium, the
@@ -13,6 +14,9 @@ to a fresh document, the first ``tab.snapshot`` of it, a repeated snapshot of th
 ``tab.click`` by ref and a ``tab.type`` by ref. Prints the median (and minimum) per step and build in
 milliseconds and the ratio new/base. A benchmark, not a test: the CPU may be shared, so only ratios
 measured in the same run mean anything.
+
+``--policy`` compares this build with itself instead: ``base`` with the default site policy (no proxy),
+``new`` with a restrictive one (:data:`POLICY`: every request of the browser through the policy's proxy).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[1]
+POLICY = ["--allowed-origins", "http://127.0.0.1:*,http://localhost:*", "--blocked-origins", "http://127.0.0.2:*"]
+"""The restrictive policy of ``--policy`` (the page is on ``127.0.0.1``)."""
 STEPS = (
     "capabilities (no-op)",
     "navigate",
@@ -90,14 +96,14 @@ class Serve:
     """One ``kelpie-gateway serve`` child of the build whose ``engine/`` is `engine_dir`, started by that
     build's own :class:`kelpie_gateway.host.launch.HostProcess` (so it imports that build's engine)."""
 
-    def __init__(self, name: str, engine_dir: Path, site: Path) -> None:
+    def __init__(self, name: str, engine_dir: Path, site: Path, extra: list[str] | None = None) -> None:
         self.name = name
         path = engine_dir / "kelpie_gateway" / "host" / "launch.py"
         spec = importlib.util.spec_from_file_location(f"bench_launch_{name}", path)
         assert spec is not None and spec.loader is not None, path
         launch = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(launch)
-        self.process = launch.HostProcess(["--site", str(site), "--approve-pairing", "auto"])
+        self.process = launch.HostProcess(["--site", str(site), "--approve-pairing", "auto", *(extra or [])])
         self.url = self.process.start()
         self.token = str(self.process.pair("bench-latency"))
         self.site = ""
@@ -198,8 +204,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--base", type=Path, required=True, help="folder holding the previous build's engine/"
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--base", type=Path, help="folder holding the previous build's engine/")
+    which.add_argument(
+        "--policy", action="store_true", help="this build without (base) and with (new) a restrictive site policy"
     )
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=3)
@@ -210,8 +218,9 @@ def main() -> int:
             (site / name).write_text(PAGE, encoding="utf-8")
         serves: list[Serve] = []
         try:
-            for name, engine in (("base", args.base / "engine"), ("new", ROOT / "engine")):
-                serves.append(Serve(name, engine, site))
+            base = ROOT / "engine" if args.policy else args.base / "engine"
+            serves.append(Serve("base", base, site))
+            serves.append(Serve("new", ROOT / "engine", site, POLICY if args.policy else None))
             for s in serves:  # the site URL: the page the host opened first (its --site index)
                 _, listed = asyncio.run(_first_url(s))
                 s.site = listed.rsplit("/", 1)[0]

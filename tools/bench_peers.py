@@ -30,7 +30,9 @@ click and a type are verified without reading a value) and ``big<N>.html`` from
 
 Per repetition, target by target (the order rotates each repetition so load hits all alike), all targets
 running at once: navigate to the small page; its first snapshot; a repeated snapshot; click the button by
-ref; (untimed snapshot: the click took effect, fresh refs); type into the name field by ref; (untimed
+ref; (untimed snapshot: the click took effect, fresh refs); a native click of the same button (the
+product's ``click`` extension: hit test, then trusted CDP pointer events; a peer's own click, native
+already), verified the same way; type into the name field by ref; (untimed
 snapshot: the type took effect). Then, per big page: navigate (timed, shown for information), snapshot
 (timed; characters returned = the text blocks of the tool result, what a model reads), and whether the end
 button is reachable: for the product in the snapshot's elements or by following ``next`` (continuation
@@ -363,6 +365,10 @@ class Target:
     async def type(self, ref: str, label: str, text: str, timeout: float) -> None:
         raise NotImplementedError
 
+    async def native_click(self, ref: str, label: str, timeout: float) -> None:
+        """A click of trusted pointer events: the peers' own click is one already."""
+        await self.click(ref, label, timeout)
+
     async def reach_end(self, snap: Snap, timeout: float, max_pages: int) -> str:
         """Whether the end button can be acted on: "yes", "yes, p.K" (after K-1 continuations) or "no"."""
         return "yes" if self.ref(snap, "button", END_BUTTON) else "no"
@@ -470,6 +476,15 @@ class Product(Target):
     async def type(self, ref: str, label: str, text: str, timeout: float) -> None:
         params = {"tabId": self.tab, "ref": ref, "text": text, "timeoutMs": self._ms(timeout)}
         await self.control("tab.type", params, timeout)
+
+    async def native_click(self, ref: str, label: str, timeout: float) -> None:
+        """The native-input extension ``click`` (hit-tested, trusted CDP pointer events)."""
+        result = await self.raw_call(
+            "kelpie_extension", {"name": "click", "arguments": {"tabId": self.tab, "ref": ref}}, timeout
+        )
+        envelope = result.structured_content
+        if not isinstance(envelope, dict) or not envelope.get("success"):
+            raise CallFailed(f"click: {_texts(result)[:300]}")
 
     async def reach_end(self, snap: Snap, timeout: float, max_pages: int) -> str:
         page = 1
@@ -692,6 +707,16 @@ async def small_round(target: Target, rec: Record, base: str, t: float, rep: int
         rec.notes.append(f"{note}: no ref for the 'Save draft' button in the snapshot")
     elif await step(target, rec, "click", lambda: target.click(button, "Save draft", t), f"{note} click"):
         await _verify(target, rec, "click", "Draft saved 1 times", t, note)
+    native = None
+    with contextlib.suppress(CallTimeout, CallFailed):
+        native = target.ref(await target.snapshot(t), "button", "Save draft")  # fresh refs after an action
+    if native is None:
+        rec.add("nclick", "fails")
+        rec.notes.append(f"{note}: no ref for the 'Save draft' button before the native click")
+    elif await step(
+        target, rec, "nclick", lambda: target.native_click(native, "Save draft", t), f"{note} native click"
+    ):
+        await _verify(target, rec, "nclick", "Draft saved 2 times", t, note)
     field_ref = None
     with contextlib.suppress(CallTimeout, CallFailed):
         snap = await target.snapshot(t)  # refs after an action: a fresh snapshot, for every target alike
@@ -797,6 +822,7 @@ ROWS = [  # (metric, row label, kind)
     ("first", "small page: first snapshot, characters", "chars"),
     ("repeat", "small page: repeated snapshot", "time"),
     ("click", "click by ref", "time"),
+    ("nclick", "native click by ref (product: click extension; peers: their click)", "time"),
     ("type", "type by ref", "time"),
     ("nav10k", "10k page: navigate (information)", "time"),
     ("10k", "10k page: snapshot", "time"),

@@ -27,14 +27,25 @@ from .reader import (
     focus_script,
     kept_script,
     new_document_script,
+    pointer_aim_script,
+    pointer_report_script,
     preload_script,
     scroll_script,
 )
 from .schema import NATIVE_ENDPOINTS
+from .urls import (
+    CREDENTIAL_PARAMETERS,
+    CREDENTIAL_SUFFIXES,
+    is_credential_parameter,
+    redact_url,
+    redact_urls_in,
+)
 from .version import __version__
 from .version import __version__ as VERSION
 
 __all__ = [
+    "CREDENTIAL_PARAMETERS",
+    "CREDENTIAL_SUFFIXES",
     "MCP_PROTOCOL_VERSIONS",
     "MCP_STATELESS_VERSIONS",
     "NATIVE_ENDPOINTS",
@@ -52,12 +63,17 @@ __all__ = [
     "fill_script",
     "find_text_script",
     "focus_script",
+    "is_credential_parameter",
     "jsonrpc_error",
     "kept_script",
     "loads",
     "mcp_http_refusal",
     "new_document_script",
+    "pointer_aim_script",
+    "pointer_report_script",
     "preload_script",
+    "redact_url",
+    "redact_urls_in",
     "scroll_script",
 ]
 """``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
@@ -74,6 +90,10 @@ e.g. for a host's ``MCP-Protocol-Version`` header check. ``MCP_STATELESS_VERSION
 ``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script`` and ``WORLD_NAME``: generated
 reader scripts for a host's own extensions — the first three act on the captured node the gateway hands a
 ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the ``WORLD_NAME`` world.
+``pointer_aim_script`` / ``pointer_report_script``: the same for native input (trusted CDP pointer and key
+events a host sends itself): before any event, one run checks the captured node (live, enabled, in view,
+a non-empty box that is not moving, and the hit test at the point) and answers the point in top-level
+viewport CSS pixels; the report says where the watched events landed (docs/host.md "Native input").
 ``preload_script()``: optional, for a host that wants a new document's first reader call to find its
 bundle already compiled: run it in the document's ``WORLD_NAME`` world ahead of time (CONTRACT.md §9; every
 script also installs its own bundle when the world lacks it, so skipping it changes only speed).
@@ -95,4 +115,11 @@ canonical error code, becomes ``data.code``, beside the members of ``data``. ``i
 ``None`` when it is not known.
 ``VERSION`` (``__version__``, the same string): the package version, written once in
 ``kelpie_gateway/version.py``; the C library's ``kelpie_browser_gateway_version()``, ``--version`` and MCP's
-``serverInfo.version`` all report it (docs/engine.md "The version")."""
+``serverInfo.version`` all report it (docs/engine.md "The version").
+``redact_url(url) -> str``: ``url`` without userinfo and with the values of credential-named query and
+fragment parameters replaced by ``REDACTED`` — what the gateway does to every URL it reports (``tabs.list``,
+``tab.navigate``, snapshot and link urls), for a host's own results (a history extension, a network read);
+``redact_urls_in(text)`` does it to every ``scheme://`` URL in a message. ``CREDENTIAL_PARAMETERS`` (exact
+names) and ``CREDENTIAL_SUFFIXES`` (endings), normalised lower case with ``-`` as ``_``, say which
+parameters are credential-named; ``is_credential_parameter(name)`` applies them (docs/contract-notes.md
+"URLs the gateway reports")."""

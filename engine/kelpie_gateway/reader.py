@@ -59,6 +59,8 @@ __all__ = [
     "focus_script",
     "kept_script",
     "new_document_script",
+    "pointer_aim_script",
+    "pointer_report_script",
     "preload_script",
     "scroll_script",
     "snapshot_script",
@@ -89,6 +91,7 @@ BUNDLES: Final[Mapping[str, str]] = {
     "fill": "fill.js",
     "scroll": "scroll.js",
     "find-text": "find_text.js",
+    "pointer": "pointer.js",
 }
 DIGEST_MARK: Final = "// kelpie-reader-sources-sha256: "
 
@@ -521,6 +524,88 @@ def scroll_script(key: str | None, handle: str | None, *, direction: str = "down
     params["direction"] = direction
     params["pages"] = _check_bound("pages", pages, 10)
     return _script("scroll", params)
+
+
+POINTER_EVENTS: Final = frozenset(
+    {
+        "pointerdown",
+        "pointerup",
+        "pointermove",
+        "pointerover",
+        "mousedown",
+        "mouseup",
+        "mousemove",
+        "mouseover",
+        "click",
+        "auxclick",
+        "dblclick",
+        "contextmenu",
+        "dragstart",
+        "dragenter",
+        "dragover",
+        "drop",
+        "keydown",
+    }
+)
+"""The event types a :func:`pointer_aim_script` watch may record."""
+
+
+def pointer_aim_script(
+    key: str,
+    handle: str,
+    *,
+    enabled: bool = True,
+    offset: Mapping[str, float] | None = None,
+    watch: tuple[str, ...] = (),
+) -> str:
+    """Script that prepares trusted input on the node captured as `handle` (the host's native-input
+    extensions ``click``, ``hover``, ``drag``, ``type_keys``; docs/host.md "Native input"). Read-only but for
+    scrolling the node into view when needed.
+
+    Checks, in one run and in this order: the node is live (``NODE_REPLACED``); with `enabled`, not disabled
+    as §9 v1.1 defines it (``NOT_ACTIONABLE``); its box is non-empty; the point — the centre of the largest
+    visible part of its box, or `offset` ``{x, y}`` (CSS px, 0..100000) from the box's top-left corner
+    (outside the box: ``INVALID_PARAMS``) — is visible; the box did not move across one animation frame; the
+    hit test at the point lands on the node, a descendant of it (through open shadow roots and same-origin
+    frames) or a ``<label>`` of it. Every refusal is ``{error, mayHaveCompleted:false}``; a covered node's
+    ``NOT_ACTIONABLE`` message names the cover's role and name or text. Value: ``{x, y, target}`` — the
+    point in the top-level viewport's CSS pixels and ``"same"`` | ``"descendant"`` | ``"label"`` — and the
+    trusted events of the types in `watch` (members of :data:`POINTER_EVENTS`) that reach the node's
+    window are recorded from then on (:func:`pointer_report_script`). Raises ValueError for a malformed
+    key, handle, offset or event type.
+    """
+    _check_key(key)
+    _check_handle(handle)
+    params: dict[str, Any] = {"key": key, "handle": handle, "op": "aim", "enabled": bool(enabled)}
+    if offset is not None:
+        if not isinstance(offset, Mapping) or set(offset) != {"x", "y"}:
+            raise ValueError("offset must be {x, y}")
+        for axis in ("x", "y"):
+            v = offset[axis]
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 100_000:
+                raise ValueError(f"offset.{axis} must be a number in 0..100000")
+        params["offset"] = {"x": float(offset["x"]), "y": float(offset["y"])}
+    types = list(dict.fromkeys(watch))
+    if any(t not in POINTER_EVENTS for t in types):
+        raise ValueError(f"watch holds an event type outside {sorted(POINTER_EVENTS)}")
+    params["watch"] = types
+    return _script("pointer", params)
+
+
+def pointer_report_script(key: str, handles: tuple[str, ...], *, keep: bool = False) -> str:
+    """Script whose value is ``{watches: [record | null, …]}``, one per handle (1..4) of `handles`, in order:
+    what the watch :func:`pointer_aim_script` started on that node recorded — ``events: {type: "same" |
+    "descendant" | "outside"}`` (the first trusted event of each watched type: on the node itself, on a
+    descendant, or elsewhere), ``dragstartPrevented`` (when a ``dragstart`` was watched and seen) and
+    ``connected`` (whether the node is still live) — or null when there is no watch (a new document). The
+    watches end, unless `keep` (a look in the middle of a gesture). Read-only, value-free. Raises ValueError
+    for a malformed key or handle."""
+    _check_key(key)
+    if not isinstance(handles, tuple) or not 1 <= len(handles) <= 4:
+        raise ValueError("handles must be a tuple of 1..4 handles")
+    for handle in handles:
+        _check_handle(handle)
+    return _script("pointer", {"key": key, "op": "report", "handles": list(handles), "keep": bool(keep)})
 
 
 def find_text_script(text: str) -> str:

@@ -26,6 +26,7 @@ from typing import Any, Final, NamedTuple
 from . import jsonio
 from .errors import JsonObject, Refusal
 from .schema import ELEMENT_STATES
+from .urls import redact_url
 
 PASSTHROUGH_CODES: Final = frozenset(
     {
@@ -197,7 +198,7 @@ def parse_tabs(result: JsonObject) -> list[JsonObject]:
         entry = {
             "tabId": tab_id,
             "generation": gen,
-            "url": url if url.isascii() else repair(url),  # ASCII holds no surrogate
+            "url": redact_url(url if url.isascii() else repair(url)),  # ASCII holds no surrogate
             "title": title if title.isascii() else repair(title),
             "active": active,
         }
@@ -236,7 +237,7 @@ def _tabs_close(p: Planned, _result: JsonObject) -> Shaped:
 def _navigate(_p: Planned, result: JsonObject) -> Shaped:
     tab = field(result, "tabId", str, "navigate")
     generation = field(result, "generation", int, "navigate")
-    url = field(result, "url", str, "navigate")
+    url = redact_url(field(result, "url", str, "navigate"))
     return Shaped(
         {"tabId": tab, "generation": generation, "url": url},
         generations=((tab, generation),),
@@ -279,7 +280,7 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
     params = p.params
     tab = p.tab_id
     assert tab is not None
-    url = jsonio.repair_surrogates(field(value, "url", str, "snapshot"))
+    url = redact_url(jsonio.repair_surrogates(field(value, "url", str, "snapshot")))
     title = jsonio.repair_surrogates(field(value, "title", str, "snapshot"))
     text = jsonio.repair_surrogates(field(value, "text", str, "snapshot"))
     truncated = field(value, "truncated", bool, "snapshot")
@@ -316,7 +317,7 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
         if link is not None:
             if not isinstance(link, str):
                 raise malformed(f"{where}: 'url' must be a string")
-            link, cut_link = cut_utf16(link, URL_FIELD_MAX)
+            link, cut_link = cut_utf16(redact_url(link), URL_FIELD_MAX)
             if cut_link:
                 link = cut_utf16(link, URL_FIELD_MAX - 1)[0] + "\u2026"
                 truncated = True

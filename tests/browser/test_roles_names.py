@@ -84,3 +84,20 @@ def test_accname_share(page: Page, corpus_sites: dict[str, Site]) -> None:
         print("  " + miss)
     assert total == 394
     assert share >= REQUIRED_SHARE, f"{share:.1%} < {REQUIRED_SHARE:.0%}"
+
+
+def test_drag_sources_are_listed(page: Page, fixtures_site: Site) -> None:
+    """Guards the drag-source rule (docs/reader.md "Drag sources", issue 28): draggable="true" (any case),
+    aria-grabbed, and a class token `handle` or ending in `-handle`/`_handle` are listed so the native `drag`
+    has a ref to hold; draggable false/auto and look-alike class names are not."""
+    snap = open_page(page, fixtures_site, "drag-sources.html").snapshot()
+    listed = [e["label"] or e.get("text", "") for e in snap["elements"]]
+    assert listed == [
+        "A draggable paragraph",
+        "An upper-case draggable paragraph",
+        "An ARIA drag source",
+        "A jQuery UI sortable item",
+        "Handle",
+        "Drag handle",
+        "Underscored handle",
+    ], listed

@@ -17,6 +17,7 @@ the steps it produces.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import re
 import subprocess
@@ -277,6 +278,9 @@ PROBES: dict[str, Callable[[], bool]] = {
     "remote browsers (`--browser-endpoint`, `--browser-header`)": _flag("--browser-endpoint"),
     "files (`upload_file`, `--upload-dir`, `--downloads-dir`, `pdf`)": _flag("--upload-dir"),
     "read-only lane extensions (`console_messages`, `network_requests`, …)": _extensions("console_messages"),
+    "site policy for every request of every target": lambda: (
+        importlib.util.find_spec("kelpie_gateway.host.policy_proxy") is not None
+    ),
 }
 """Rows of the status table whose truth the code can tell without a browser."""
 

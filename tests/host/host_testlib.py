@@ -70,7 +70,8 @@ class Host:
 
     def site(self, page: str) -> str:
         """URL of a fixture page: the site's address is printed by the host at start-up."""
-        line = self.process.wait_for_line("site ") or ""
+        self.process.wait_for_line(" at http://")
+        line = next((x for x in list(self.process.lines) if x.startswith("site /") and " at http://" in x), "")
         return line.rsplit(" at ", 1)[1].rstrip("/") + "/" + page
 
 
@@ -105,6 +106,18 @@ def start_host(args: list[str], mode: str) -> HostProcess:
     return process
 
 
+def redirected(handler: http.server.BaseHTTPRequestHandler) -> bool:
+    """Answer ``/redirect?to=URL`` with a 302 to URL (True), or do nothing (False)."""
+    parts = urllib.parse.urlsplit(handler.path)
+    if parts.path != "/redirect":
+        return False
+    handler.send_response(302)
+    handler.send_header("Location", urllib.parse.parse_qs(parts.query).get("to", ["/"])[0])
+    handler.send_header("Content-Length", "0")
+    handler.end_headers()
+    return True
+
+
 class RecordingSite:
     """A tiny "foreign" web site on another loopback address (``127.0.0.2`` …): it records every path
     requested, answers ``/redirect?to=URL`` with a 302 to URL and everything else with a small page."""
@@ -116,13 +129,7 @@ class RecordingSite:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 site.hits.append(self.path)
-                parts = urllib.parse.urlsplit(self.path)
-                if parts.path == "/redirect":
-                    target = urllib.parse.parse_qs(parts.query).get("to", ["/"])[0]
-                    self.send_response(302)
-                    self.send_header("Location", target)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
+                if redirected(self):
                     return
                 body = b"<!doctype html><title>Foreign</title><h1>A foreign site</h1>"
                 self.send_response(200)

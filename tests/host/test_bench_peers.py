@@ -48,6 +48,7 @@ def test_bench_peers_prints_a_figure_in_every_product_cell(tmp_path: Path) -> No
         "small page: first snapshot, characters",
         "small page: repeated snapshot",
         "click by ref",
+        "native click by ref (product: click extension; peers: their click)",
         "type by ref",
     ]
     assert list(body) == expected, run.stdout

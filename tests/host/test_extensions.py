@@ -347,7 +347,7 @@ def limited_hosts(request: pytest.FixtureRequest) -> Iterator[dict[str, Host]]:
     try:
         for label, args in (
             ("read-only", ["--read-only"]),
-            ("filtered", ["--extensions-exclude", "press_*,go_*"]),
+            ("filtered", ["--extensions-exclude", "press_*,go_*,type_*"]),
         ):
             process = start_host(["--approve-pairing", "auto", *args], request.param)
             hosts[label] = Host(process, process.pair("kelpie-tests"), request.param)
@@ -364,7 +364,8 @@ def test_read_only_sessions_see_only_wait_for_text(limited_hosts: dict[str, Host
     assert names & set(RICH) == {"wait_for_text"}, caps["extensions"]
     tab = ok(host, "tabs.list", {})["tabs"][0]["tabId"]
     assert ext_ok(host, "wait_for_text", tabId=tab, text="Kelpie fixture site")["found"] is True
-    for name in ("press_key", "fill", "scroll", "go_back"):
+    assert not names & {"click", "hover", "drag", "type_keys"}, caps["extensions"]  # native input mutates
+    for name in ("press_key", "fill", "scroll", "go_back", "click", "type_keys"):
         envelope = ext(host, name, tabId=tab, key="Enter")
         assert envelope["success"] is False and envelope["mayHaveCompleted"] is False, envelope
         assert envelope["error"]["code"] in ("EXTENSION_NOT_ADMITTED", "ACTIONS_DISABLED"), envelope
@@ -382,4 +383,6 @@ def test_the_operator_filter_hides_extensions(limited_hosts: dict[str, Host]) ->
     tab = ok(host, "tabs.list", {})["tabs"][0]["tabId"]
     refused(ext(host, "press_key", tabId=tab, key="Enter"), "EXTENSION_NOT_ADMITTED", False)
     refused(ext(host, "go_back", tabId=tab), "EXTENSION_NOT_ADMITTED", False)
+    refused(ext(host, "type_keys", tabId=tab, text="x"), "EXTENSION_NOT_ADMITTED", False)
+    assert {"click", "hover", "drag"} <= names and "type_keys" not in names, caps["extensions"]
     assert ext_ok(host, "scroll", tabId=tab)["scrolled"] is False

@@ -140,7 +140,7 @@ def reported_crashed(host: Host, tab: str) -> bool:
 
 def test_every_extension_refuses_a_crashed_tab_like_the_built_in_natives(host: Host) -> None:
     """After a real renderer crash every host extension (press_key, fill, scroll, go_back, go_forward,
-    wait_for_text, dialog_*) refuses the tab as tab.snapshot does: RENDERER_FAILED, mayHaveCompleted:false,
+    wait_for_text, dialog_*, type_keys; click and the other ref-bearing ones by their dead refs) refuses the tab as tab.snapshot does: RENDERER_FAILED, mayHaveCompleted:false,
     nothing run — so no reconcile is demanded — until tab.navigate recovers it; then they all work again."""
     tab, refs = open_page(host, "keys.html")
     assert ext(host, "press_key", tabId=tab, key="k", ref=refs["First field"])["success"]
@@ -158,6 +158,7 @@ def test_every_extension_refuses_a_crashed_tab_like_the_built_in_natives(host: H
         ("dialog_observe", {"tabId": tab}),
         ("dialog_accept", {"tabId": tab}),
         ("dialog_dismiss", {"tabId": tab}),
+        ("type_keys", {"tabId": tab, "text": "x"}),
     ]
     for name, arguments in calls:
         env = ext(host, name, **arguments)
@@ -167,6 +168,7 @@ def test_every_extension_refuses_a_crashed_tab_like_the_built_in_natives(host: H
     # Refs died with the renderer: the gateway refuses them before anything is dispatched.
     refused(ext(host, "press_key", tabId=tab, key="a", ref=refs["First field"]), "REFS_INVALIDATED")
     refused(ext(host, "fill", tabId=tab, ref=refs["First field"], text="x"), "REFS_INVALIDATED")
+    refused(ext(host, "click", tabId=tab, ref=refs["First field"]), "REFS_INVALIDATED")
     assert reported_crashed(host, tab)  # still crashed: nothing above touched it
     # No call above was an unknown outcome, so the recovery is not held for a reconcile.
     nav = host.call("tab.navigate", {"tabId": tab, "url": host.site("keys.html")})

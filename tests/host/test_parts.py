@@ -45,6 +45,10 @@ def test_each_extension_descriptor_is_declared_on_the_handler_that_serves_it() -
         "go_back",
         "go_forward",
         "wait_for_text",
+        "click",
+        "hover",
+        "drag",
+        "type_keys",
     ]
     for part in PARTS:
         methods = dict(part.handlers)
@@ -136,3 +140,17 @@ def test_renderer_events_reach_the_gateway_through_the_driver() -> None:
     driver.tab_closed("t2")
     driver.renderer_gone(None)  # nothing pending: nothing to cancel
     assert gateway.seen == [("invalidate_refs", "t1"), ("advance", {"tabClosed": "t2"})]
+
+
+def test_the_native_input_vectors_carry_the_hosts_own_descriptors() -> None:
+    """The C, Kotlin and Swift replay vectors of native input (fixtures/vectors/mcp-native-input-*.json,
+    replayed by every language's tests) use the reference host's click and hover descriptors exactly, so a
+    change of either shows in every binding's replay."""
+    import json
+
+    from host_testlib import ROOT
+
+    host = {d["name"]: d for d in gateway_config(browser=True)["extensions"]}
+    for name in ("mcp-native-input-click", "mcp-native-input-click-filtered", "mcp-native-input-read-only"):
+        vector = json.loads((ROOT / "fixtures" / "vectors" / f"{name}.json").read_text(encoding="utf-8"))
+        assert vector["config"]["extensions"] == [host["click"], host["hover"]], name

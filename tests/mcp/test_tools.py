@@ -79,6 +79,23 @@ def test_instructions_adapt_to_the_gateway() -> None:
     assert len(full["result"]["instructions"]) < 1200
 
 
+def test_instructions_say_when_to_prefer_native_input() -> None:
+    """With the reference host's extensions the instructions name the native-input ones for a control that
+    ignored tab.click/tab.type (issue 28), still under 1,200 characters; filtered out, they are not named."""
+    from kelpie_gateway.host.parts import gateway_config
+
+    def text(config: dict[str, Any]) -> str:
+        reply = response(Gateway(config).begin_mcp(rpc(1, "initialize", {"protocolVersion": "2025-11-25"})))
+        return str(reply["result"]["instructions"])
+
+    host = text(gateway_config(browser=True))
+    assert "ignores tab.click or tab.type" in host and "click, hover, drag, type_keys" in host, host
+    assert len(host) < 1200, len(host)
+    hidden = text(gateway_config(browser=True, exclude=["click", "drag"]))
+    assert "extensions hover, type_keys:" in hidden, hidden
+    assert "ignores tab.click" not in text(FULL)
+
+
 def test_every_mutating_method_declares_itself_in_the_tool_description() -> None:
     """Each method's line in the tool description says whether it mutates (what a model reads before acting)."""
     tools = response(Gateway(FULL).begin_mcp(rpc(1, "tools/list")))["result"]["tools"]

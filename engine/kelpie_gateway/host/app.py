@@ -26,7 +26,8 @@ from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, stat
 from kelpie_gateway.host.browser import ChromiumRenderer, find_chromium
 from kelpie_gateway.host.driver import Driver, GatewayLike
 from kelpie_gateway.host.parts import PARTS, gateway_config
-from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, RedirectGuard, SitePolicy
+from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, SitePolicy
+from kelpie_gateway.host.policy_proxy import PolicyProxy
 from kelpie_gateway.host.renderer import NoRenderer, Renderer
 from kelpie_gateway.host.server import (
     HostServer,
@@ -123,6 +124,15 @@ class BrowserStack:
     browser_ready: asyncio.Future[None] | None = None
     """With ``start_stack(defer_browser=True)``: resolves when the browser is up; raises
     :class:`StartError` when it could not start (None: the browser was started before returning)."""
+    proxy: PolicyProxy | None = None
+    """The site policy's proxy, which every request of the browser goes through (a restrictive policy)."""
+
+    def describe_policy(self) -> str:
+        """The start-up line of the site policy: what is allowed and blocked, and how it is enforced."""
+        line = f"site policy {self.policy.describe()}"
+        if self.proxy is not None:
+            line += f"; every browser request goes through its proxy at {self.proxy.server}; WebRTC UDP off"
+        return line
 
     async def close(self) -> None:
         """Drain late renderer replies (bounded), stop the site server, close (or detach from) the browser
@@ -132,6 +142,8 @@ class BrowserStack:
             with contextlib.suppress(Exception):
                 await runner.cleanup()
         await self.renderer.close()
+        if self.proxy is not None:
+            await self.proxy.close()
         with contextlib.suppress(Exception):
             self.gateway.close()
 
@@ -242,6 +254,8 @@ async def start_stack(
     runners: list[web.AppRunner] = []
     renderer: Renderer = NoRenderer()
     ready: asyncio.Future[None] | None = None
+    proxy: PolicyProxy | None = None
+    policy.log = log
     try:
         site_runner = QuietAppRunner(site_app(site_root))
         await site_runner.setup()
@@ -249,21 +263,24 @@ async def start_stack(
         await web.TCPSite(site_runner, "127.0.0.1", 0).start()
         site_url = f"http://127.0.0.1:{_port(site_runner)}/index.html"
         policy.allow_origin_of(site_url)
-        guard = RedirectGuard(policy, log) if policy.restrictive else None
+        if browser and policy.restrictive:
+            proxy = PolicyProxy(policy, log)
+            await proxy.start()
         if browser:
             chromium = ChromiumRenderer(
                 executable=find_chromium(opts.browser_executable),
                 log=log,
                 parts=PARTS,
-                guard=guard,
+                proxy=proxy.server if proxy is not None else None,
+                policy=policy,
                 viewport=None if opts.viewport is None else _viewport(opts.viewport),
                 headless=not opts.headed,
                 user_data_dir=opts.user_data_dir,
                 cdp_endpoint=opts.cdp_endpoint,
             )
             renderer = chromium
-            if guard is not None:
-                renderer = PolicyRenderer(chromium, guard)
+            if proxy is not None:
+                renderer = PolicyRenderer(chromium, policy, proxy.refused_since)
             if defer_browser:
                 ready = asyncio.ensure_future(_start_browser(chromium, site_url))
                 renderer = StartingRenderer(renderer, ready)
@@ -275,9 +292,11 @@ async def start_stack(
             with contextlib.suppress(Exception):
                 await runner.cleanup()
         await renderer.close()
+        if proxy is not None:
+            await proxy.close()
         raise StartError(f"{type(exc).__name__}: {_first_line(exc)}") from None
     driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit, ready=ready)
-    return BrowserStack(site_root, site_url, renderer, gateway, driver, runners, policy, ready)
+    return BrowserStack(site_root, site_url, renderer, gateway, driver, runners, policy, ready, proxy)
 
 
 async def _start_browser(chromium: ChromiumRenderer, site_url: str) -> None:
@@ -356,7 +375,7 @@ async def serve(opts: ServeOptions) -> int:
         saved = f"saved in {opts.pairings_file}" if opts.pairings_file else "in memory only"
         log(f"pairings {saved} ({len(tokens)} active)")
         log(f"admin socket {sock_path} (kelpie-gateway pair approve CODE)")
-    log(f"site policy {stack.policy.describe()}")
+    log(stack.describe_policy())
     if audit is not None:
         log(f"audit log {audit.path} (one JSON line per transaction; SIGHUP reopens it)")
 

@@ -37,7 +37,8 @@ Liveness (CONTRACT.md §5 "Retirement is bounded", ARCHITECTURE.md host rules 1.
 
 Authorization policy (the host's "existing policy", CONTRACT.md §5): every bearer on this host was paired
 by the operator from loopback, so a paired client is admitted for every advertised method; the site policy
-(``host/policy.py``, passed as ``authorize``) refuses navigations to refused origins there with
+(``host/policy.py``, passed as ``authorize``; it may answer with an awaitable when it resolves a host
+name first) refuses navigations to refused origins there with
 ``NOT_AUTHORIZED`` before anything is dispatched.
 """
 
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -152,7 +154,7 @@ class Driver:
         gateway: GatewayLike,
         renderer: Renderer,
         log: Callable[[str], None],
-        authorize: Callable[[Mapping[str, Any]], JsonObject] | None = None,
+        authorize: Callable[[Mapping[str, Any]], JsonObject | Awaitable[JsonObject]] | None = None,
         audit: AuditLog | None = None,
         ready: asyncio.Future[None] | None = None,
     ) -> None:
@@ -308,8 +310,11 @@ class Driver:
                     if done is not None or (abandon is not None and abandon.abandoned):
                         step = done or step  # complete, or the loop cancels the authorization
                         continue
+                decision = self.authorize(step)
+                if inspect.isawaitable(decision):
+                    decision = await decision
                 step = self.gateway.advance(
-                    {"transaction": step["transaction"], "seq": step["seq"], "result": self.authorize(step)}
+                    {"transaction": step["transaction"], "seq": step["seq"], "result": decision}
                 )
             elif kind == "dispatch":
                 params = step.get("params")
@@ -320,9 +325,9 @@ class Driver:
                 self.log(f"gateway answered an unexpected step {kind!r}: {step.get('error')}")
                 return _host_failure(f"the gateway answered an unexpected step {kind!r}", mcp)
 
-    def authorize(self, step: Mapping[str, Any]) -> JsonObject:
+    def authorize(self, step: Mapping[str, Any]) -> JsonObject | Awaitable[JsonObject]:
         """The host policy: every paired (loopback, operator-approved) client is admitted, subject to the
-        site policy (``authorize`` at construction)."""
+        site policy (``authorize`` at construction; its answer, or an awaitable of it)."""
         return self._policy(step) if self._policy is not None else {"success": True}
 
     async def _dispatch(self, step: Mapping[str, Any], abandon: Abandon | None = None) -> JsonObject:

@@ -2,8 +2,8 @@
 (CONTRACT.md §2; docs/host.md "Layout of the host").
 
 :data:`PARTS` is every part :class:`~kelpie_gateway.host.browser.ChromiumRenderer` installs, in the order it
-tells them the browser's events: the built-in endpoints, the dialogs, the isolated world, the site policy's
-routing, then the rich extensions. A new rich extension is one module under ``host/extensions/`` (a
+tells them the browser's events: the built-in endpoints, the dialogs, the isolated world, what the site
+policy's proxy stopped, then the rich extensions. A new rich extension is one module under ``host/extensions/`` (a
 :class:`~kelpie_gateway.host.browser.chromium.Part` whose handlers carry their descriptors) and one line here.
 
 :func:`gateway_config` is the only place the host's gateway config is built: the base config, every part's
@@ -16,11 +16,12 @@ from __future__ import annotations
 from kelpie_gateway import NATIVE_ENDPOINTS
 from kelpie_gateway.host.browser.chromium import Part
 from kelpie_gateway.host.browser.endpoints import TabEndpoints
-from kelpie_gateway.host.browser.routing import SiteRouting
+from kelpie_gateway.host.browser.stops import PolicyStops
 from kelpie_gateway.host.browser.world import World
 from kelpie_gateway.host.extensions.dialogs import Dialogs
 from kelpie_gateway.host.extensions.history import History
 from kelpie_gateway.host.extensions.keys import Keys
+from kelpie_gateway.host.extensions.pointer import NativeInput
 from kelpie_gateway.host.extensions.scroll import Scroll
 from kelpie_gateway.host.extensions.waits import Waits
 from kelpie_gateway.host.renderer import JsonObject
@@ -29,11 +30,12 @@ PARTS: tuple[type[Part], ...] = (
     TabEndpoints,  # get-tabs, switch-tab, new-tab, close-tab, navigate, screenshot
     Dialogs,  # dialog_observe, dialog_accept, dialog_dismiss (recovery extensions)
     World,  # browser-control-evaluate; the world of each document
-    SiteRouting,  # the site policy's request routing (no endpoint)
+    PolicyStops,  # the navigations the site policy's proxy stopped (no endpoint)
     Keys,  # press_key, fill
     Scroll,  # scroll
     History,  # go_back, go_forward
     Waits,  # wait_for_text
+    NativeInput,  # click, hover, drag, type_keys
 )
 
 RETIREMENT_GRACE_MS = 2_000

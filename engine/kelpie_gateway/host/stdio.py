@@ -219,6 +219,7 @@ async def _serve_stdio(
     core = f"C library {getattr(stack.gateway, 'path', '')}" if opts.via_abi else "Python API"
     log(f"kelpie-gateway mcp: MCP over stdio (newline-delimited JSON-RPC); gateway via {core}")
     log(f"site {stack.site_root} at {stack.site_url.rsplit('/', 1)[0]}/")
+    log(stack.describe_policy())
     if stack.browser_ready is None:
         log(f"browser {getattr(stack.renderer, 'description', 'none')}")
     else:

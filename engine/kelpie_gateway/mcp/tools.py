@@ -166,6 +166,11 @@ def list_tools(gw: GatewayCore) -> list[JsonObject]:
     return tools
 
 
+NATIVE_INPUT = ("click", "hover", "drag", "type_keys")
+"""The reference host's native-input extensions (docs/host.md "Native input"): the instructions say when to
+prefer them, for whichever of them the gateway admits."""
+
+
 def instructions(gw: GatewayCore) -> str:
     """The ``initialize`` instructions: how refs, BUSY and ``mayHaveCompleted`` work, for this gateway."""
     methods = set(gw.catalog.methods)
@@ -176,21 +181,28 @@ def instructions(gw: GatewayCore) -> str:
     if "tab.snapshot" in methods:
         parts.append(
             "Observe a tab with tab.snapshot: it returns page text and elements with refs (like s3e7). "
-            "A ref works only on its own tab and only until the next snapshot, navigation or action there; "
-            "when a ref is refused, take a new snapshot and use its refs. Elements carry states "
-            "(disabled, checked, selected, offscreen, …); a select's options are elements to click. "
-            "When the result has next, pass it as params.cursor for the rest of the same snapshot."
+            "A ref works only on its own tab until the next snapshot, navigation or action there; "
+            "when one is refused, snapshot again. Elements carry states "
+            "(disabled, checked, offscreen, …); a select's options are elements to click. "
+            "When the result has next, pass it as params.cursor for the rest."
         )
     if gw.config.targeting == "direct" and "tabs.list" in methods and gw.config.pinned_tab is None:
         parts.append("Tab methods need params.tabId (from tabs.list or tabs.open).")
     parts.append(
-        "BUSY means another action is still running and nothing was done: wait, then try again. "
-        "A failure with mayHaveCompleted:true means the action may already have happened: never repeat it "
-        "blindly; observe first and decide from what you see."
+        "BUSY means another action is running and nothing was done: wait, then try again. "
+        "A failure with mayHaveCompleted:true means the action may already have happened: observe before "
+        "repeating it. NOT_AUTHORIZED means the host's policy refuses it (a site it does not allow, say): do "
+        "not retry. Credentials in reported URLs read REDACTED."
     )
     if gw.catalog.extensions:
         parts.append(
             f"Extensions: {TOOL_EXTENSIONS} lists them, {TOOL_EXTENSION_TOOLS} describes them, "
             f"{TOOL_EXTENSION} calls one."
         )
+        native = [n for n in NATIVE_INPUT if n in gw.catalog.extensions]
+        if native:
+            parts.append(
+                f"If a control ignores tab.click or tab.type (hover menus, autocompletes, drags), use the "
+                f"extensions {', '.join(native)}: a real hand's events."
+            )
     return " ".join(parts)

@@ -4,7 +4,7 @@ the host").
 ``chromium`` (:class:`ChromiumRenderer` and what a part of it is), ``lifecycle`` (launch, attach, relaunch, close),
 ``pages`` (tabs: births, adoption, crash, revival, close), ``common`` (``Tab``, what the pieces share),
 ``world`` (the isolated world: sessions, worlds, ``browser-control-evaluate``), ``endpoints`` (the built-in
-endpoints), ``routing`` (the site policy's request routing). The list of parts is
+endpoints). The list of parts is
 ``kelpie_gateway.host.parts.PARTS``; the renderer contract is ``kelpie_gateway.host.renderer``.
 """
 

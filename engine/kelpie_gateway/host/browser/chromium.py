@@ -12,7 +12,7 @@ endpoint on the method that handles it, with :func:`endpoint`: a built-in endpoi
 (CONTRACT.md §3), an extension by its descriptor (CONTRACT.md §2: ``name``, ``method``, ``inputSchema``,
 ``mutates`` …), so the descriptor and its handler stand side by side. The renderer installs the parts of
 ``kelpie_gateway.host.parts.PARTS`` (the one list: the built-in endpoints, the dialogs, the isolated world,
-the site policy's routing, the rich extensions), registers their endpoints and tells them, in list order,
+the rich extensions), registers their endpoints and tells them, in list order,
 the events of ``common.TabHooks`` (a context launched; a tab attached to a page, navigated, crashed,
 closed). Handlers may raise: ``call`` answers :class:`~kelpie_gateway.host.renderer.Refused` with its result
 and anything else as ``RENDERER_FAILED``.
@@ -30,19 +30,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 
+from kelpie_gateway.host.policy import SitePolicy
 from kelpie_gateway.host.renderer import Endpoint, JsonObject, Refused, RendererEvents, fail
 
 from .common import Tab, short
 from .lifecycle import Lifecycle
 from .pages import Pages
-
-if TYPE_CHECKING:
-    from kelpie_gateway.host.policy import RedirectGuard
 
 _MARK = "_kelpie_endpoint"
 H = TypeVar("H", bound=Callable[..., Awaitable[JsonObject]])
@@ -122,8 +120,9 @@ class ChromiumRenderer:
     """Headless Chromium with one context, made of ``parts``; see the module docstring.
 
     ``parts``: the part classes to install, in order (``kelpie_gateway.host.parts.PARTS``; tests may give
-    fewer). ``guard``: the site policy's redirect guard when the policy is restrictive (used by the routing
-    part). ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part)."""
+    fewer). ``proxy``: the site policy's proxy server (``http://127.0.0.1:PORT``) when the policy is
+    restrictive: every request of the browser goes through it (``lifecycle.py``, ``host/policy_proxy.py``);
+    ``policy``: that policy (the parts that report what it stopped read it). ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part)."""
 
     def __init__(
         self,
@@ -132,14 +131,15 @@ class ChromiumRenderer:
         log: Callable[[str], None],
         parts: Sequence[type[Part]],
         dialog_timeout_s: float = 60.0,
-        guard: RedirectGuard | None = None,
+        proxy: str | None = None,
+        policy: SitePolicy | None = None,
         viewport: Mapping[str, int] | None = None,
         headless: bool = True,
         user_data_dir: str | None = None,
         cdp_endpoint: str | None = None,
     ) -> None:
         self.log = log
-        self.guard = guard
+        self.policy = policy
         self.dialog_timeout_s = dialog_timeout_s
         self.events: RendererEvents = _Unheard()
         self.lifecycle = Lifecycle(
@@ -149,6 +149,7 @@ class ChromiumRenderer:
             headless=headless,
             user_data_dir=user_data_dir,
             cdp_endpoint=cdp_endpoint,
+            proxy=proxy,
         )
         self.pages = Pages(self)
         self._background: set[asyncio.Future[Any]] = set()
@@ -191,6 +192,23 @@ class ChromiumRenderer:
         """The page of the most recently opened tab, or None."""
         tab = self.pages.newest()
         return tab.page if tab is not None else None
+
+    def failed_since(self, tab_id: str | None, since: float) -> str | None:
+        """The URL at which the main-frame navigation of ``tab_id`` (None: the newest tab) failed after
+        ``since`` (``time.monotonic()``), else None (``stops.PolicyStops``; only under a restrictive policy)."""
+        from .stops import PolicyStops
+
+        stops = self.part(PolicyStops)
+        return stops.failed_since(tab_id, since) if stops is not None else None
+
+    async def error_page_shown(self, tab_id: str | None) -> None:
+        """Wait (bounded) until the main frame of ``tab_id`` (None: the newest tab) committed the browser's
+        error page after a failed navigation (``stops.PolicyStops``)."""
+        from .stops import PolicyStops
+
+        stops = self.part(PolicyStops)
+        if stops is not None:
+            await stops.error_page_shown(tab_id)
 
     def refusal(self, tab_id: Any) -> JsonObject | None:
         """None when ``tab_id`` names a live tab; else the refusal the built-in natives answer, with nothing

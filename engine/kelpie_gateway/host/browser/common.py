@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from playwright.async_api import BrowserContext, CDPSession, Dialog, Page
 
+from kelpie_gateway import redact_urls_in
 from kelpie_gateway.host.renderer import RendererEvents
 
 DEFAULT_TIMEOUT_MS = 10_000
@@ -118,8 +119,11 @@ def playwright_timeout(params: Mapping[str, Any]) -> float:
 
 
 def short(exc: object, limit: int = 300) -> str:
-    """The first line of ``exc`` (or its type's name), at most ``limit`` characters: for messages and logs."""
+    """The first line of ``exc`` (or its type's name), at most ``limit`` characters, every URL in it
+    redacted (``kelpie_gateway.redact_urls_in``: a Playwright error quotes the URL it failed at): for
+    messages and logs."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = redact_urls_in(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

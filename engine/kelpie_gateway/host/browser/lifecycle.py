@@ -13,6 +13,12 @@ invalidated, one log line), within the call's own deadline, or is answered ``BRO
 again, after :data:`RELAUNCH_BACKOFF_S`). An attached browser is never started by the host: it is
 reattached at the same endpoint instead, and until it answers there again every call is
 ``BROWSER_UNAVAILABLE``.
+
+With a restrictive site policy (``proxy``: the policy proxy's server, ``host/policy_proxy.py``) every request
+of the browser goes through that proxy: a launched Chromium gets :func:`proxy_flags` (``--proxy-server``,
+no bypass for loopback, WebRTC without UDP that is not proxied); an attached one cannot be given flags, so
+the host works in a browser context of its own whose ``proxy`` is the same server (its own tabs only: the
+attached browser's other tabs are not under the policy and are not adopted; docs/host.md "Site policy").
 """
 
 from __future__ import annotations
@@ -41,6 +47,9 @@ CHROMIUM_FLAGS = (
 )
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 800}
+PROXY_BYPASS = "<-loopback>"
+"""Chromium's proxy bypass list under a policy: ``<-loopback>`` removes loopback from the implicit bypass
+list, so requests to ``127.0.0.0/8``, ``localhost`` and ``[::1]`` go through the proxy too."""
 RELAUNCH_BACKOFF_S = 5.0
 """After a failed relaunch, requests within this many seconds get BROWSER_UNAVAILABLE at once."""
 
@@ -52,6 +61,17 @@ def find_chromium(explicit: str | None) -> str | None:
     if shutil.which(DEFAULT_CHROMIUM):
         return DEFAULT_CHROMIUM
     return None
+
+
+def proxy_flags(proxy: str) -> list[str]:
+    """Chromium's flags for a browser whose every request goes through ``proxy`` (``http://127.0.0.1:PORT``):
+    no direct connection to anything, loopback included, and WebRTC's UDP off (ICE only through the proxy,
+    which takes no UDP: ``disable_non_proxied_udp``)."""
+    return [
+        f"--proxy-server={proxy}",
+        f"--proxy-bypass-list={PROXY_BYPASS}",
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    ]
 
 
 class LifecycleOwner(Protocol):
@@ -82,8 +102,10 @@ class Lifecycle:
         headless: bool,
         user_data_dir: str | None,
         cdp_endpoint: str | None,
+        proxy: str | None = None,
     ) -> None:
         self.renderer = renderer
+        self.proxy = proxy
         self.executable = executable
         self.viewport = dict(viewport or VIEWPORT)  # serve --viewport WxH
         self.headless = headless
@@ -110,15 +132,24 @@ class Lifecycle:
     async def _launch(self) -> None:
         assert self._pw is not None
         chromium = self._pw.chromium
-        options: dict[str, Any] = {"headless": self.headless, "args": list(CHROMIUM_FLAGS)}
+        flags = [*CHROMIUM_FLAGS, *(proxy_flags(self.proxy) if self.proxy else ())]
+        options: dict[str, Any] = {"headless": self.headless, "args": flags}
         if self.executable:
             options["executable_path"] = self.executable
         where = self.executable or "playwright-managed"
         if self.cdp_endpoint:
             self._browser = await chromium.connect_over_cdp(self.cdp_endpoint)
             contexts = self._browser.contexts
-            self.context = contexts[0] if contexts else await self._browser.new_context()
+            if self.proxy:  # flags cannot be given to a running browser: a proxied context of our own
+                self.context = await self._browser.new_context(
+                    proxy={"server": self.proxy, "bypass": PROXY_BYPASS},
+                    viewport=self.viewport,  # type: ignore[arg-type]
+                )
+            else:
+                self.context = contexts[0] if contexts else await self._browser.new_context()
             where = f"attached over CDP at {self.cdp_endpoint}; never closed by this host"
+            if self.proxy:
+                where += "; in a context of its own, through the site policy's proxy"
         elif self.user_data_dir:
             self.context = await chromium.launch_persistent_context(
                 self.user_data_dir,

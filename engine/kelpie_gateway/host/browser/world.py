@@ -142,6 +142,12 @@ class World(Part):
             self.of(tab).registered = tab.page is page
         return session
 
+    async def session(self, tab: Tab) -> CDPSession:
+        """The tab's one CDP session (:attr:`Tab.cdp`), for a part that sends CDP commands to the tab's
+        target itself (native input: ``host/extensions/pointer.py``); opened again when opening it failed.
+        Raises PlaywrightError when it cannot be had (the page replaced or closed)."""
+        return await self._session_of(tab)
+
     async def _session_of(self, tab: Tab) -> CDPSession:
         made = self.of(tab).session
         if made is None or (made.done() and (made.cancelled() or made.exception() is not None)):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kelpie_gateway import redact_url
 from kelpie_gateway.host.browser.chromium import endpoint
 from kelpie_gateway.host.renderer import JsonObject, fail
 
@@ -64,7 +65,7 @@ class History(Extension):
                     "success": True,
                     "tabId": tab_id,
                     "generation": listed["generation"],
-                    "url": listed["url"],
+                    "url": redact_url(listed["url"]),  # the engine passes extension results as they are
                     "moved": moved,
                 }
         return fail("TAB_NOT_FOUND", f"tab {tab_id!r} closed while moving in its history")

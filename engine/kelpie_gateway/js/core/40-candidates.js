@@ -22,7 +22,20 @@ function isInteractive(el, tag, role) {
   if (isEditingHost(el)) return true;
   const ti = el.getAttribute("tabindex");
   if (ti !== null && ti.trim() !== "" && Number(ti) >= 0) return true;
+  if (isDragSource(el)) return true;
   return el.hasAttribute("onclick");
+}
+// Something a person can take hold of to drag (docs/reader.md "Drag sources"): an HTML drag source
+// (draggable="true"), an ARIA 1.1 one (aria-grabbed), or a drag handle as sortable-list libraries and
+// their users name it — a class token `handle` or ending in `-handle`/`_handle` (jQuery UI marks every
+// sortable item or its handle `ui-sortable-handle`; SortableJS documents `handle: ".handle"`).
+const DRAG_HANDLE_CLASS = /(?:^|[\s_-])handle(?:\s|$)/i;
+function isDragSource(el) {
+  const draggable = el.getAttribute("draggable");
+  if (draggable !== null && draggable.trim().toLowerCase() === "true") return true;
+  if (el.hasAttribute("aria-grabbed")) return true;
+  const cls = el.getAttribute("class");
+  return cls !== null && DRAG_HANDLE_CLASS.test(cls);
 }
 function isNotable(el, tag, role) {
   return role === "heading" || (role === "img" && tag === "img");
