@@ -306,3 +306,41 @@ def test_an_empty_host_header_is_403_like_any_wrong_host(host: Host) -> None:
         assert exchange(host, head.encode() + body).startswith(b"HTTP/1.0 403"), (method, path)
     head = f"POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {len(PING)}\r\n\r\n"
     assert exchange(host, head.encode() + PING).split(b"\r\n")[0].endswith(b"400 Bad Request")
+
+
+@pytest.mark.parametrize(
+    ("version", "host_line"),
+    [
+        ("1.1", "Host:\r\n"),
+        ("1.1", "Host: \r\n"),
+        ("1.1", "Host:\t\r\n"),
+        ("1.0", "Host:\r\n"),
+        ("1.0", ""),
+        ("1.1", "Host:\r\nExpect: 100-continue\r\n"),
+    ],
+    ids=["empty", "space", "tab", "http1.0-empty", "http1.0-none", "empty-expect-100"],
+)
+def test_an_empty_or_missing_host_header_is_403_on_every_route(
+    host: Host, version: str, host_line: str
+) -> None:
+    """Issue 27: a request whose ``Host:`` header is empty was accepted (only wrong names were refused); an
+    empty, blank or missing Host gets the same 403 as any other host the server does not serve, on every
+    route, before the bearer is looked at (DNS-rebinding guard), and never a ``100 Continue`` first. (On this
+    build it already held; this guards it.)"""
+    for method, path, body in (
+        ("POST", "/v1/browser-control", CAPS),
+        ("POST", "/mcp", PING),
+        ("POST", "/v1/pair", b'{"client":"x"}'),
+        ("DELETE", "/v1/pair", b""),
+    ):
+        with socket.create_connection(("127.0.0.1", host.port), timeout=10) as sock:
+            head = (
+                f"{method} {path} HTTP/{version}\r\n{host_line}Authorization: Bearer {host.token}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            )
+            sock.sendall(head.encode() + body)
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+        assert reply.split(b" ", 2)[1] == b"403", (method, path, reply[:200])
+        assert b"the Host header must name the loopback address served" in reply, reply

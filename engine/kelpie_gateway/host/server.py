@@ -208,6 +208,11 @@ PEER_RESET_PROBE_S = 0.05
 """How long :func:`_peer_reset` waits for a reset after answering a client whose side was already closed."""
 
 
+async def _no_continue(_request: web.Request) -> web.StreamResponse | None:
+    """The ``Expect`` handler of routes that always refuse (``GET``/``DELETE /mcp``: 405): never a ``100``."""
+    return None
+
+
 async def _peer_reset(request: web.Request) -> bool:
     """True when the client had closed its side before the answer (end-of-file seen) and its socket turns
     out to be gone entirely. A half-closed client (``shutdown(SHUT_WR)``) still reads; a client that closed
@@ -387,17 +392,19 @@ class HostServer:
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_post("/v1/browser-control", self.canonical, expect_handler=self._expect)
         app.router.add_post("/mcp", self.mcp, expect_handler=self._expect)
-        app.router.add_get("/mcp", self.mcp_get)
-        app.router.add_delete("/mcp", self.mcp_get)
+        app.router.add_get("/mcp", self.mcp_get, expect_handler=_no_continue)
+        app.router.add_delete("/mcp", self.mcp_get, expect_handler=_no_continue)
         app.router.add_post("/v1/pair", self.pair, expect_handler=self._expect)
-        app.router.add_delete("/v1/pair", self.unpair)
+        app.router.add_delete("/v1/pair", self.unpair, expect_handler=self._expect)
         return app
 
     async def _expect(self, request: web.Request) -> web.StreamResponse | None:
         """``Expect: 100-continue`` (RFC 9110 §10.1.1): the interim ``100 Continue`` goes only to a request
         that the checks before the body admit (Host, bearer, Origin, Content-Type, a ``Content-Length``
         within the cap). Any other request gets no 100; its route then answers the refusal at once, so the
-        client need not upload a body that would be refused. Other expectations: 417."""
+        client need not upload a body that would be refused. Other expectations: 417. Every route has this
+        check (issue 27: ``DELETE /v1/pair`` had aiohttp's default, a 100 for any request, an empty Host's
+        included); ``GET``/``DELETE /mcp`` (always 405) get no 100 (:func:`_no_continue`)."""
         if request.version != HttpVersion11:
             return None
         if request.headers.get("Expect", "").lower() != "100-continue":
@@ -405,8 +412,10 @@ class HostServer:
                 417, {"error": {"code": "INVALID_REQUEST", "message": "only 100-continue is supported"}}
             )
         try:
-            self._admit(request, _pair_refusal, bearer=request.path != "/v1/pair")
-            self._check_type(request, _pair_refusal)
+            pairing = request.path == "/v1/pair" and request.method == "POST"
+            self._admit(request, _pair_refusal, bearer=not pairing)
+            if request.method == "POST":
+                self._check_type(request, _pair_refusal)
         except _Refused:
             return None
         length = request.content_length
