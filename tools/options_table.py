@@ -47,6 +47,7 @@ CONFIG_KEYS: dict[str, str] = {
     "--extensions-include": "`extensionFilter.include`",
     "--extensions-exclude": "`extensionFilter.exclude`",
     "--config": "any §2 field the host lets the operator choose (docs/host.md)",
+    "--retirement-grace-ms": "`retirementGraceMs`",
 }
 """Flag -> the gateway config field it sets (docs/contract.md §2)."""
 

@@ -165,7 +165,7 @@ METHODS: Final[dict[str, Method]] = {
             ("get-tabs",),
             (),
             "List the open tabs (crashed:true marks a tab whose renderer crashed).",
-            "{tabs:[{tabId, generation, url, title, active, crashed?}]}",
+            "{tabs:[{tabId, generation, url, title, active, crashed?, popupsClosed?}]}",
         ),
         Method(
             "tabs.select",

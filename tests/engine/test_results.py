@@ -85,6 +85,19 @@ def test_tabs_list_reports_a_crashed_tab() -> None:
     assert "crashed" not in env["result"]["tabs"][1]
 
 
+def test_tabs_list_passes_a_positive_popup_count_only() -> None:
+    """Issue 27: the host closes a tab's popups past --max-popups and counts them (``popupsClosed``); the
+    engine passes a positive integer through and drops anything else (0, a bool, a string)."""
+    gw = make()
+    step = admit(gw, gw.begin(req("tabs.list")))
+    base = {"generation": 1, "url": "about:blank", "title": "", "active": False}
+    tabs = [{"tabId": "A", **base, "popupsClosed": 180}, {"tabId": "B", **base, "popupsClosed": 0},
+            {"tabId": "C", **base, "popupsClosed": True}, {"tabId": "D", **base, "popupsClosed": "9"}]
+    listed = response(ok(gw, step, tabs=tabs))["result"]["tabs"]
+    assert listed[0]["popupsClosed"] == 180
+    assert all("popupsClosed" not in t for t in listed[1:]), listed
+
+
 
 def test_empty_screenshot_is_malformed() -> None:
     """Regression (adversarial review, 487190e): an empty ``data`` was accepted as a screenshot. Guards: it is

@@ -24,6 +24,7 @@ from aiohttp import web
 from kelpie_gateway.host.audit import DEFAULT_MAX_BYTES, AuditLog
 from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, state_dir
 from kelpie_gateway.host.browser import ChromiumRenderer, find_chromium
+from kelpie_gateway.host.browser.pages import DEFAULT_MAX_POPUPS
 from kelpie_gateway.host.driver import Driver, GatewayLike
 from kelpie_gateway.host.parts import PARTS, gateway_config
 from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, SitePolicy
@@ -67,6 +68,9 @@ class BrowserOptions:
     extensions_include: list[str] | None = None
     extensions_exclude: list[str] = field(default_factory=list)
     viewport: tuple[int, int] | None = None
+    max_popups: int = DEFAULT_MAX_POPUPS
+    retirement_grace_ms: int | None = None
+    """``--retirement-grace-ms``: the gateway's ``retirementGraceMs`` (None: the engine's, 5000)."""
     audit_log: Path | None = None
     audit_max_bytes: int = DEFAULT_MAX_BYTES
     connect: TunnelOptions | None = None
@@ -153,6 +157,7 @@ def _gateway_config(opts: BrowserOptions, browser: bool) -> dict[str, Any]:
     config = gateway_config(
         browser=browser,
         read_only=opts.read_only,
+        retirement_grace_ms=opts.retirement_grace_ms,
         include=opts.extensions_include,
         exclude=opts.extensions_exclude,
     )
@@ -197,8 +202,8 @@ class StartingRenderer:
     async def stop_script(self, tab_id: str | None) -> bool:
         return self.started.done() and await self._up() and bool(await self.inner.stop_script(tab_id))
 
-    async def close_target(self, tab_id: str | None) -> bool:
-        return self.started.done() and await self._up() and bool(await self.inner.close_target(tab_id))
+    async def end_stuck(self, tab_id: str | None) -> bool:
+        return self.started.done() and await self._up() and bool(await self.inner.end_stuck(tab_id))
 
     async def close(self) -> None:
         if not self.started.done():
@@ -277,6 +282,7 @@ async def start_stack(
                 headless=not opts.headed,
                 user_data_dir=opts.user_data_dir,
                 cdp_endpoint=opts.cdp_endpoint,
+                max_popups=opts.max_popups,
             )
             renderer = chromium
             if proxy is not None:

@@ -38,11 +38,6 @@ PARTS: tuple[type[Part], ...] = (
     NativeInput,  # click, hover, drag, type_keys
 )
 
-RETIREMENT_GRACE_MS = 2_000
-"""The host's ``retirementGraceMs``: a cancelled dispatch is overdue ``timeoutMs`` + 2 s after it began;
-the driver then stops it (terminateExecution, then closing the target after 1 s), so no page holds a lane
-longer than ``timeoutMs`` + 5 s (ARCHITECTURE.md, host rules 1.1)."""
-
 
 def extension_descriptors() -> list[JsonObject]:
     """Every part's extension descriptors, in :data:`PARTS` order."""
@@ -55,11 +50,15 @@ def gateway_config(
     read_only: bool = False,
     include: list[str] | None = None,
     exclude: list[str] | None = None,
+    retirement_grace_ms: int | None = None,
 ) -> JsonObject:
     """The gateway config the reference host creates (CONTRACT.md §2): with a browser, every native
     endpoint and every part's extension; without one (``--browser none``), none. ``read_only`` sets
     ``allowActions:false`` (``--read-only``); ``include``/``exclude`` (``--extensions-include`` /
-    ``--extensions-exclude`` globs) become the ``extensionFilter``."""
+    ``--extensions-exclude`` globs) become the ``extensionFilter``. ``retirement_grace_ms``
+    (``--retirement-grace-ms``) sets ``retirementGraceMs``; None leaves the engine's own grace, 5000 ms, the
+    one number the contract, the engine and this host use (issue 27: the host used 2 s, so a page's 3 s
+    handler under a 500 ms ``timeoutMs`` was stopped mid-run and its effect never landed)."""
     config: JsonObject
     if browser:
         extensions = extension_descriptors()
@@ -72,12 +71,13 @@ def gateway_config(
             "requireAuthorization": True,
             "realm": "isolated",
             "extensions": extensions,
-            "retirementGraceMs": RETIREMENT_GRACE_MS,
         }
     else:
         config = {"nativeMethods": [], "browserAvailable": False, "fixedReader": False, "realm": "isolated"}
     if read_only:
         config["allowActions"] = False
+    if retirement_grace_ms is not None:
+        config["retirementGraceMs"] = retirement_grace_ms
     if include is not None or exclude:
         flt: JsonObject = {}
         if include is not None:

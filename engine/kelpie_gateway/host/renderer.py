@@ -90,7 +90,10 @@ class Renderer(Protocol):
 
     async def stop_script(self, tab_id: str | None) -> bool: ...
 
-    async def close_target(self, tab_id: str | None) -> bool: ...
+    async def end_stuck(self, tab_id: str | None) -> bool:
+        """The tab's script did not stop: end what holds it without closing the tab (the agent never loses
+        a tab it did not close); True when something was ended."""
+        ...
 
     def listen(self, events: RendererEvents) -> None:
         """Report every later event to ``events`` (one sink; a later ``listen`` replaces it)."""
@@ -123,7 +126,7 @@ class NoRenderer:
     async def stop_script(self, tab_id: str | None) -> bool:
         return False
 
-    async def close_target(self, tab_id: str | None) -> bool:
+    async def end_stuck(self, tab_id: str | None) -> bool:
         return False
 
     def listen(self, events: RendererEvents) -> None:

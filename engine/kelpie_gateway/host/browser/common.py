@@ -34,6 +34,12 @@ class Tab:
     generation: int = 0
     title: str = ""
     crashed: bool = False
+    popups_closed: int = 0
+    """Popups this tab opened past the host's ``--max-popups``, closed as they opened (``get-tabs``
+    reports it as ``popupsClosed``)."""
+    ended: bool = False
+    """``crashed`` because the host ended the tab's page (its script did not stop; docs/host.md "Liveness"),
+    not because its renderer died: the tab stays, and ``tab.navigate`` gives it a fresh page."""
     cdp: CDPSession | None = None
     """The tab's CDP session (one per page), opened by the isolated world part; None until it is open and
     after a crash. Whoever needs a session to the tab's target (stopping a script) uses this one."""
@@ -113,8 +119,8 @@ def deadline(params: Mapping[str, Any]) -> float:
 
 def playwright_timeout(params: Mapping[str, Any]) -> float:
     """Playwright's own timeout: a little past the gateway deadline, so the host's deadline fires first and
-    the late reply still arrives (and retires) well within the retirement grace
-    (``kelpie_gateway.host.parts.RETIREMENT_GRACE_MS``)."""
+    the late reply still arrives (and retires) well within the retirement grace (the gateway's
+    ``retirementGraceMs``, 5000 ms unless ``--retirement-grace-ms`` says otherwise)."""
     return float(timeout_ms(params) + 1_000)
 
 

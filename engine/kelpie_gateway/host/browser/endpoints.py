@@ -59,6 +59,7 @@ class TabEndpoints(Part):
                     "title": title,
                     "active": tab.tab_id == self.renderer.pages.selected,
                     "crashed": tab.crashed,
+                    **({"popupsClosed": tab.popups_closed} if tab.popups_closed else {}),
                 }
             )
         return {"success": True, "tabs": tabs}
