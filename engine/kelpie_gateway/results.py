@@ -240,11 +240,18 @@ def _tabs_close(p: Planned, _result: JsonObject) -> Shaped:
 
 
 def _navigate(_p: Planned, result: JsonObject) -> Shaped:
+    """``navigate`` → ``{tabId, generation, url, download?}``: ``download: {started: true}`` when the host
+    says the navigation ended in a download instead of a document (issue 27; docs/host.md "Navigate that
+    ends in a download"). Anything else the host puts there is dropped."""
     tab = field(result, "tabId", str, "navigate")
     generation = field(result, "generation", int, "navigate")
     url = redact_url(field(result, "url", str, "navigate"))
+    out: JsonObject = {"tabId": tab, "generation": generation, "url": url}
+    download = result.get("download")
+    if type(download) is dict and download.get("started") is True:
+        out["download"] = {"started": True}
     return Shaped(
-        {"tabId": tab, "generation": generation, "url": url},
+        out,
         generations=((tab, generation),),
         invalidate=tab,
     )

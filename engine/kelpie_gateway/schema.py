@@ -290,7 +290,7 @@ METHODS: Final[dict[str, Method]] = {
                 _timeout(),
             ),
             "Navigate a tab; its refs are invalidated.",
-            "{tabId, generation, url}",
+            "{tabId, generation, url, download?}",
             tab_scoped=True,
         ),
         Method(

@@ -85,6 +85,19 @@ def test_tabs_list_reports_a_crashed_tab() -> None:
     assert "crashed" not in env["result"]["tabs"][1]
 
 
+def test_navigate_reports_a_download_only_as_started_true() -> None:
+    """Issue 27: a navigation that ended in a download says so (``download: {started: true}``); any other
+    shape the host sends there is dropped, never passed to the client."""
+    for sent, shown in (({"started": True}, {"started": True}), ({"started": True, "path": "/tmp/x"},
+                        {"started": True}), ({"started": 1}, None), ("yes", None), (None, None)):
+        gw = make()
+        step = admit(gw, gw.begin(req("tab.navigate", tabId="A", url="https://x.test/f.bin")))
+        extra = {} if sent is None else {"download": sent}
+        out = response(ok(gw, step, tabId="A", generation=2, url="https://x.test/", **extra))
+        assert out["success"], out
+        assert out["result"].get("download") == shown, (sent, out)
+
+
 def test_tabs_list_passes_a_positive_popup_count_only() -> None:
     """Issue 27: the host closes a tab's popups past --max-popups and counts them (``popupsClosed``); the
     engine passes a positive integer through and drops anything else (0, a bool, a string)."""
