@@ -154,7 +154,16 @@ def loads(
         if lone_surrogates and "surrogate" in str(exc):
             return _lenient(raw, unique)
         raise JsonError("INVALID_JSON", f"not valid JSON: {exc}") from None
-    if unique:
+    if unique and type(raw) is bytes and type(value) is dict:
+        # check_unique's first comparison inlined (the hot path: a request whose every colon is one of its
+        # top two levels' members); anything else takes check_unique.
+        members = len(value)
+        for inner in value.values():
+            if type(inner) is dict:
+                members += len(inner)
+        if raw.count(b":") != members:
+            check_unique(raw, value)
+    elif unique:
         check_unique(raw, value)
     return value
 
