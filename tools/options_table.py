@@ -48,6 +48,9 @@ CONFIG_KEYS: dict[str, str] = {
     "--extensions-exclude": "`extensionFilter.exclude`",
     "--config": "any §2 field the host lets the operator choose (docs/host.md)",
     "--retirement-grace-ms": "`retirementGraceMs`",
+    "--isolation": "`isolation` (a host key of `--config`)",
+    "--max-contexts": "`maxContexts` (a host key of `--config`)",
+    "--context-idle-s": "`contextIdleS` (a host key of `--config`)",
 }
 """Flag -> the gateway config field it sets (docs/contract.md §2)."""
 

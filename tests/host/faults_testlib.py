@@ -15,15 +15,19 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import statistics
+import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from host_testlib import ROOT, Host, start_host
+from kelpie_gateway.host.browser import CHROMIUM_FLAGS
 
 RUNS = int(os.environ.get("KELPIE_CHAOS_RUNS", "2"))
 GRACE_S = 5.0
@@ -270,3 +274,35 @@ def executable(path: Path, script: str) -> Path:
     path.write_text(script)
     path.chmod(0o755)
     return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_chromium(port: int, profile: Path) -> subprocess.Popen[bytes]:
+    """A Chromium the test (not the host) starts, serving CDP on 127.0.0.1:``port``."""
+    proc = subprocess.Popen(
+        [
+            "/usr/bin/chromium",
+            "--headless=new",
+            "--remote-debugging-address=127.0.0.1",
+            f"--remote-debugging-port={port}",
+            f"--user-data-dir={profile}",
+            *CHROMIUM_FLAGS,
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def answers() -> bool:
+        assert proc.poll() is None, "chromium exited"
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"http://127.0.0.1:{port}/json/version", timeout=2):
+            return True
+        return False
+
+    until(answers, 60, poll_s=0.2)
+    return proc

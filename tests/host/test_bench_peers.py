@@ -4,6 +4,7 @@ checks that it prints its table with a figure in every product cell. No timing i
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -58,3 +59,26 @@ def test_bench_peers_prints_a_figure_in_every_product_cell(tmp_path: Path) -> No
     # nothing failed on the way (a failed click or type would be a note, and its cell would not be a figure)
     assert "notes:" not in run.stdout, run.stdout
     assert raw.exists()
+
+
+@pytest.mark.timeout(600)
+def test_bench_isolation_prints_a_figure_in_every_cell(tmp_path: Path) -> None:
+    """``tools/bench_isolation`` keeps working (issue 31): one short repetition, no peer; a figure in every
+    cell of both tables and no BUSY answer between isolated clients (a fact, not a timing)."""
+    raw = tmp_path / "raw.json"
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "bench_isolation.py"), "--seconds", "1", "--reps", "1",
+         "--extra", "1", "--no-peer", "--json", str(raw)],
+        capture_output=True, text=True, timeout=540,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in run.stdout.splitlines() if line.startswith("|")]
+    throughput = [r for r in rows if r[0] in ("1", "2", "4")]
+    assert [r[0] for r in throughput] == ["1", "2", "4"], run.stdout
+    for row in throughput:
+        assert re.match(r"^\d+(\.\d+)?$", row[1]) and float(row[1]) > 0, row
+        assert re.match(r"^\d+\.\d\d×$", row[2]) and row[3] == "0", row
+    memory = [r for r in rows if r[0].startswith("an isolated client")]
+    assert len(memory) == 1 and all(re.match(r"^-?\d+ MiB$", cell) for cell in memory[0][1:]), run.stdout
+    figures = json.loads(raw.read_text())
+    assert set(figures["throughput"]) == {"1", "2", "4"} and "product" in figures["memory"]

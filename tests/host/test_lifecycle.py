@@ -20,7 +20,6 @@ import http.server
 import os
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import threading
@@ -38,6 +37,7 @@ from faults_testlib import (
     every_native_says_not_found,
     executable,
     fault_host,
+    free_port,
     kill,
     kill_mid_click,
     lists_tabs,
@@ -46,6 +46,7 @@ from faults_testlib import (
     record,
     recovery_report,
     refused,
+    start_chromium,
     until,
 )
 from host_testlib import Host, start_host
@@ -311,38 +312,6 @@ def test_browser_killed_with_a_user_data_dir_relaunches_on_the_same_profile(tmp_
         assert f"Remembered: {token}" in page_text(host, host.site("storage.html"))
     finally:
         process.stop()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_chromium(port: int, profile: Path) -> subprocess.Popen[bytes]:
-    """A Chromium the test (not the host) starts, serving CDP on 127.0.0.1:``port``."""
-    proc = subprocess.Popen(
-        [
-            "/usr/bin/chromium",
-            "--headless=new",
-            "--remote-debugging-address=127.0.0.1",
-            f"--remote-debugging-port={port}",
-            f"--user-data-dir={profile}",
-            *CHROMIUM_FLAGS,
-            "about:blank",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-    def answers() -> bool:
-        assert proc.poll() is None, "chromium exited"
-        with contextlib.suppress(OSError), urllib.request.urlopen(f"http://127.0.0.1:{port}/json/version", timeout=2):
-            return True
-        return False
-
-    until(answers, 60, poll_s=0.2)
-    return proc
 
 
 def test_attached_browser_that_goes_away_is_unavailable_until_it_is_back(tmp_path: Path) -> None:

@@ -260,6 +260,33 @@ def test_busy_across_the_tunnel_and_a_local_client(world: World) -> None:
     assert any(a["client"] == "local-http-client" for a in busy)
 
 
+def test_per_client_isolation_gives_the_tunnel_session_a_context_of_its_own(tmp_path: Path) -> None:
+    """``--isolation per-client``: the tunnel's ACP session is one client and a local bearer another — the
+    mirror of the test above: a tunnel click in flight no longer makes the local client BUSY, and neither
+    sees the other's tabs."""
+    with tunnel_world(tmp_path, "python", "--isolation", "per-client") as world:
+
+        async def body() -> None:
+            theirs = {t["tabId"] for t in (await local(world, "tabs.list", {}))["result"]["tabs"]}
+            tab = await open_tab(world, "slow.html?busy=2500")
+            mine = {t["tabId"] for t in (await ok(world, "tabs.list", {}))["tabs"]}
+            assert tab in mine and not mine & theirs, (mine, theirs)
+            button = element(await ok(world, "tab.snapshot", {"tabId": tab}), "button", "Slow")
+            click = asyncio.ensure_future(bc(world, "tab.click", {"tabId": tab, "ref": button["ref"], "timeoutMs": 20000}))
+            await asyncio.sleep(0.8)
+            listed = await local(world, "tabs.list", {})
+            assert listed["success"] is True, listed  # served meanwhile: another client's lane
+            assert not click.done()
+            named = await local(world, "tab.snapshot", {"tabId": tab})
+            assert named["error"]["code"] == "TAB_NOT_FOUND", named
+            assert (await click)["success"] is True
+
+        world.run(body())
+        opened = [line for line in world.process.lines if "opened (" in line and "context c" in line]
+        assert any("for client 'tunnel:kelpie-" in line for line in opened), opened
+        assert any("for client 'local-http-client'" in line for line in opened), opened
+
+
 @PYTHON
 def test_a_method_frame_over_1_mib_closes_the_connection(world: World) -> None:
     async def body() -> None:

@@ -10,25 +10,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import itertools
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from kelpie_gateway.host.audit import DEFAULT_MAX_BYTES, AuditLog
 from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, state_dir
-from kelpie_gateway.host.browser import ChromiumRenderer, find_chromium
+from kelpie_gateway.host.browser import BrowserLink, ChromiumRenderer, ContextOptions, find_chromium
+from kelpie_gateway.host.browser.link import VIEWPORT, BrowserStartError, context_proxy
 from kelpie_gateway.host.browser.pages import DEFAULT_MAX_POPUPS
+from kelpie_gateway.host.contexts import (
+    DEFAULT_IDLE_S,
+    DEFAULT_MAX_CONTEXTS,
+    Client,
+    DriverSource,
+    Isolation,
+    Opened,
+    SharedDrivers,
+)
 from kelpie_gateway.host.driver import Driver, GatewayLike
 from kelpie_gateway.host.parts import PARTS, gateway_config
 from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, SitePolicy
 from kelpie_gateway.host.policy_proxy import PolicyProxy
+from kelpie_gateway.host.remote import RemoteConfigError, parse_headers, remote_browser
 from kelpie_gateway.host.renderer import NoRenderer, Renderer
 from kelpie_gateway.host.server import (
     HostServer,
@@ -38,7 +49,7 @@ from kelpie_gateway.host.server import (
     set_error_log,
     site_app,
 )
-from kelpie_gateway.host.settings import ConfigFileError, apply_config, load_config_file
+from kelpie_gateway.host.settings import ConfigFileError, apply_config, host_settings, load_config_file
 from kelpie_gateway.host.tunnel import Tunnel, TunnelConfigError, TunnelOptions
 
 
@@ -74,6 +85,16 @@ class BrowserOptions:
     audit_log: Path | None = None
     audit_max_bytes: int = DEFAULT_MAX_BYTES
     connect: TunnelOptions | None = None
+    browser_endpoint: str | None = None
+    """``--browser-endpoint``: a Playwright browser server (docs/host.md "Remote browsers")."""
+    browser_headers: list[str] = field(default_factory=list)
+    """``--browser-header`` specs as given (``Name: value``, ``Name: @file:PATH``, ``Name: @env:VAR``)."""
+    browser_backoff_max_s: float = 30.0
+    """``--browser-backoff-max``: the longest wait between reconnects to a remote browser."""
+    isolation: str | None = None
+    """``serve --isolation`` (None: the ``--config`` key, else ``shared``)."""
+    max_contexts: int | None = None
+    context_idle_s: float | None = None
 
 
 @dataclass
@@ -116,7 +137,11 @@ class StartError(RuntimeError):
 
 @dataclass
 class BrowserStack:
-    """The site server, the renderer, the gateway and the driver of one host process."""
+    """The site server, the browser, the gateway(s) and the driver(s) of one host process.
+
+    ``gateway``/``driver``/``renderer``: the one context's under ``--isolation shared``; under
+    ``per-client`` the front gateway's (no browser: it answers clients over the limit) while every client's
+    own are in ``drivers`` (an :class:`~kelpie_gateway.host.contexts.Isolation`)."""
 
     site_root: Path
     site_url: str
@@ -128,32 +153,85 @@ class BrowserStack:
     browser_ready: asyncio.Future[None] | None = None
     """With ``start_stack(defer_browser=True)``: resolves when the browser is up; raises
     :class:`StartError` when it could not start (None: the browser was started before returning)."""
+    link: BrowserLink | None = None
+    drivers: DriverSource | None = None
+    isolation: str = "shared"
+
+    @property
+    def description(self) -> str:
+        """The browser, for the operator's log."""
+        if self.link is not None:
+            return self.link.description
+        return str(getattr(self.renderer, "description", "none"))
+
+    def source(self) -> DriverSource:
+        """Where the transports get their driver (one, or one per client)."""
+        return self.drivers if self.drivers is not None else SharedDrivers(self.driver)
+
     proxy: PolicyProxy | None = None
-    """The site policy's proxy, which every request of the browser goes through (a restrictive policy)."""
+    """The site policy's proxy, which every request of the browser goes through (a restrictive policy and
+    a browser that can reach this host's loopback: ``BrowserLink.reaches_proxy``)."""
 
     def describe_policy(self) -> str:
-        """The start-up line of the site policy: what is allowed and blocked, and how it is enforced."""
+        """The start-up line of the site policy: what is allowed and blocked, and how it is enforced for
+        this kind of browser (docs/host.md "What holds per browser")."""
         line = f"site policy {self.policy.describe()}"
+        link = self.link
         if self.proxy is not None:
-            line += f"; every browser request goes through its proxy at {self.proxy.server}; WebRTC UDP off"
+            if link is not None and link.attached:
+                line += (
+                    f"; an attached browser: the host works in a context of its own, through the site "
+                    f"policy's proxy at {self.proxy.server} (the browser's own tabs are not adopted; WebRTC "
+                    "as the browser was started)"
+                )
+            elif link is not None and link.remote is not None:
+                line += (
+                    f"; every request of this host's browser contexts goes through its proxy at "
+                    f"{self.proxy.server} (the Playwright server is asked to launch with WebRTC UDP off)"
+                )
+            else:
+                line += (
+                    f"; every browser request goes through its proxy at {self.proxy.server}; WebRTC UDP off"
+                )
+        elif link is not None and self.policy.restrictive and not link.reaches_proxy:
+            line += (
+                "; the browser is on another machine and cannot reach this host's proxy: each browser "
+                "context's request routing applies it (redirects seen per tab; WebSocket, workers' own "
+                "targets and WebRTC are not)"
+            )
         return line
 
     async def close(self) -> None:
-        """Drain late renderer replies (bounded), stop the site server, close (or detach from) the browser
-        and the gateway. Never raises."""
+        """Drain late renderer replies (bounded), stop the site server, close every client context, (or
+        detach from) the browser and the gateway. Never raises."""
         await self.driver.drain(2.0)
         for runner in reversed(self.runners):
             with contextlib.suppress(Exception):
                 await runner.cleanup()
+        if self.drivers is not None:
+            with contextlib.suppress(Exception):
+                await self.drivers.close()
         await self.renderer.close()
+        if self.link is not None:
+            await self.link.close()
         if self.proxy is not None:
             await self.proxy.close()
         with contextlib.suppress(Exception):
             self.gateway.close()
 
 
-def _gateway_config(opts: BrowserOptions, browser: bool) -> dict[str, Any]:
-    """The host's gateway config (``parts.gateway_config``) with the operator's ``--config FILE`` on top."""
+@dataclass(frozen=True)
+class HostSettings:
+    """The host's own settings after the flags and ``--config`` are combined (a flag wins)."""
+
+    isolation: str = "shared"
+    max_contexts: int = DEFAULT_MAX_CONTEXTS
+    context_idle_s: float = DEFAULT_IDLE_S
+
+
+def _settings(opts: BrowserOptions, browser: bool) -> tuple[dict[str, Any], HostSettings]:
+    """The host's gateway config (``parts.gateway_config``) with the operator's ``--config FILE`` on top,
+    and the host's own settings (``--isolation`` … or their config keys). Raises ConfigFileError."""
     config = gateway_config(
         browser=browser,
         read_only=opts.read_only,
@@ -161,11 +239,17 @@ def _gateway_config(opts: BrowserOptions, browser: bool) -> dict[str, Any]:
         include=opts.extensions_include,
         exclude=opts.extensions_exclude,
     )
+    chosen: dict[str, Any] = {}
     if opts.config_file is not None:
-        config = apply_config(
-            config, load_config_file(opts.config_file), source=f"--config {opts.config_file}"
-        )
-    return config
+        source = f"--config {opts.config_file}"
+        user, chosen = host_settings(load_config_file(opts.config_file), source=source)
+        config = apply_config(config, user, source=source)
+    settings = HostSettings(
+        isolation=opts.isolation or chosen.get("isolation", "shared"),
+        max_contexts=opts.max_contexts or chosen.get("maxContexts", DEFAULT_MAX_CONTEXTS),
+        context_idle_s=float(opts.context_idle_s or chosen.get("contextIdleS", DEFAULT_IDLE_S)),
+    )
+    return config, settings
 
 
 class StartingRenderer:
@@ -173,11 +257,15 @@ class StartingRenderer:
     if it failed, answer ``BROWSER_UNAVAILABLE`` with ``mayHaveCompleted:false`` (nothing was sent to a
     browser). Everything else is the started renderer's. The engine answers ``server/discover``,
     ``initialize`` and ``tools/list`` without a renderer, so an MCP client is answered at once while
-    Chromium starts (docs/host.md "Start-up over stdio")."""
+    Chromium starts (docs/host.md "Start-up over stdio"). A client context of ``--isolation per-client``
+    is one too while its browser context is made (``message`` says what could not be started)."""
 
-    def __init__(self, inner: Any, started: asyncio.Future[None]) -> None:
+    def __init__(
+        self, inner: Any, started: asyncio.Future[None], message: str = "the browser could not be started"
+    ) -> None:
         self.inner = inner
         self.started = started
+        self.message = message
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -193,7 +281,7 @@ class StartingRenderer:
         if not await self._up():
             return {
                 "success": False,
-                "error": {"code": "BROWSER_UNAVAILABLE", "message": "the browser could not be started"},
+                "error": {"code": "BROWSER_UNAVAILABLE", "message": self.message},
                 "mayHaveCompleted": False,
             }
         result: dict[str, Any] = await self.inner.call(method, params)
@@ -218,14 +306,21 @@ async def start_stack(
     *,
     audit: AuditLog | None = None,
     defer_browser: bool = False,
+    isolate: bool = False,
+    still_paired: Callable[[str], bool] | None = None,
 ) -> BrowserStack:
-    """Start the site server, the browser (launched, on a profile, or attached; site policy and rich
-    extensions installed) and the gateway. Raises :class:`StartError` (nothing left running) when any of
-    them cannot start. ``audit``: where the driver records every transaction (``serve --audit-log``).
+    """Start the site server, the browser (launched, on a profile, attached or remote; site policy and
+    rich extensions installed) and the gateway. Raises :class:`StartError` (nothing left running) when any
+    of them cannot start; no message holds a header value or an endpoint's credentials.
+    ``audit``: where the driver records every transaction (``serve --audit-log``).
 
     ``defer_browser``: return before the browser is up (its calls wait for it, see
     :class:`StartingRenderer`); :attr:`BrowserStack.browser_ready` then tells when it is, or raises
-    :class:`StartError` when it could not start (the caller stops the stack)."""
+    :class:`StartError` when it could not start (the caller stops the stack).
+
+    ``isolate``: the caller serves many clients (``serve``), so ``--isolation per-client`` may be chosen:
+    every client then gets its own browser context and gateway (``host/contexts.py``; ``still_paired``
+    tells the sweep whether a bearer's pairing still exists)."""
     try:
         policy = SitePolicy.from_flags(opts.allowed_origins, opts.blocked_origins)
     except PolicyError as exc:
@@ -235,7 +330,7 @@ async def start_stack(
         raise StartError(f"--site {site_root} has no index.html", 2)
     browser = opts.browser != "none"
     try:
-        config = _gateway_config(opts, browser)
+        config, settings = _settings(opts, browser)
         if opts.via_abi:
             make_gateway(config, via_abi=True, library=opts.abi_library).close()  # refuse early, not late
         else:
@@ -247,17 +342,35 @@ async def start_stack(
                 raise ConfigFileError(f"the gateway refused the config: {exc}") from None
     except (ConfigFileError, RuntimeError) as exc:
         raise StartError(str(exc), 2) from None
-    if opts.cdp_endpoint and not is_loopback_url(opts.cdp_endpoint):
+    per_client = settings.isolation == "per-client"
+    if per_client and not isolate:
         raise StartError(
-            f"--cdp-endpoint {opts.cdp_endpoint!r}: attach only to a Chromium on loopback "
-            "(http://127.0.0.1:PORT, http://localhost:PORT or http://[::1]:PORT)",
+            "--isolation per-client is for serve: kelpie-gateway mcp serves one client (the process that "
+            "launched it owns stdin/stdout), so it shares one browser context",
             2,
         )
-    if opts.headed and not opts.cdp_endpoint and not os.environ.get("DISPLAY"):
+    if per_client and opts.user_data_dir:
+        raise StartError(
+            "--isolation per-client cannot use --user-data-dir: a persistent profile is one browser context; "
+            "each client gets a fresh context of its own",
+            2,
+        )
+    try:
+        remote = remote_browser(
+            cdp_endpoint=opts.cdp_endpoint,
+            browser_endpoint=opts.browser_endpoint,
+            headers=parse_headers(opts.browser_headers),
+        )
+    except RemoteConfigError as exc:
+        raise StartError(str(exc), 2) from None
+    if remote is not None and opts.user_data_dir:
+        raise StartError("--user-data-dir applies to a browser this host launches, not a remote one", 2)
+    if opts.headed and remote is None and not os.environ.get("DISPLAY"):
         raise StartError("--headed needs a display: set DISPLAY, or run under xvfb-run", 2)
 
     runners: list[web.AppRunner] = []
     renderer: Renderer = NoRenderer()
+    link: BrowserLink | None = None
     ready: asyncio.Future[None] | None = None
     proxy: PolicyProxy | None = None
     policy.log = log
@@ -268,55 +381,160 @@ async def start_stack(
         await web.TCPSite(site_runner, "127.0.0.1", 0).start()
         site_url = f"http://127.0.0.1:{_port(site_runner)}/index.html"
         policy.allow_origin_of(site_url)
-        if browser and policy.restrictive:
+        viewport = VIEWPORT if opts.viewport is None else _viewport(opts.viewport)
+        tab_ids = itertools.count(1)
+        reaches_proxy = remote is None or remote.on_this_machine
+        if browser and policy.restrictive and reaches_proxy:
             proxy = PolicyProxy(policy, log)
             await proxy.start()
         if browser:
-            chromium = ChromiumRenderer(
-                executable=find_chromium(opts.browser_executable),
+            link = BrowserLink(
                 log=log,
-                parts=PARTS,
-                proxy=proxy.server if proxy is not None else None,
-                policy=policy,
-                viewport=None if opts.viewport is None else _viewport(opts.viewport),
+                executable=find_chromium(opts.browser_executable),
+                explicit_executable=opts.browser_executable is not None,
                 headless=not opts.headed,
                 user_data_dir=opts.user_data_dir,
-                cdp_endpoint=opts.cdp_endpoint,
-                max_popups=opts.max_popups,
+                remote=remote,
+                viewport=viewport,
+                backoff_max_s=opts.browser_backoff_max_s,
+                proxy=proxy.server if proxy is not None else None,
             )
-            renderer = chromium
-            if proxy is not None:
-                renderer = PolicyRenderer(chromium, policy, proxy.refused_since)
+        site = _ContextSite(
+            policy,
+            proxy,
+            viewport,
+            tab_ids,
+            routed=policy.restrictive and not reaches_proxy,
+            max_popups=opts.max_popups,
+        )
+        if link is not None and not per_client:
+            chromium = site.renderer(link, log, shared=True)
+            renderer = site.wrap(chromium)
             if defer_browser:
-                ready = asyncio.ensure_future(_start_browser(chromium, site_url))
+                ready = asyncio.ensure_future(_start_browser(link, chromium, site_url))
                 renderer = StartingRenderer(renderer, ready)
             else:
+                await link.start()
                 await chromium.start(site_url)
+        elif link is not None:
+            await link.start()  # the browser is up before the first client comes
         gateway = make_gateway(config, via_abi=opts.via_abi, library=opts.abi_library)
     except Exception as exc:
         for runner in reversed(runners):
             with contextlib.suppress(Exception):
                 await runner.cleanup()
         await renderer.close()
+        if link is not None:
+            await link.close()
         if proxy is not None:
             await proxy.close()
-        raise StartError(f"{type(exc).__name__}: {_first_line(exc)}") from None
-    driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit, ready=ready)
-    return BrowserStack(site_root, site_url, renderer, gateway, driver, runners, policy, ready, proxy)
+        why = str(exc) if isinstance(exc, BrowserStartError) else f"{type(exc).__name__}: {_first_line(exc)}"
+        raise StartError(link.scrub(why) if link is not None else why) from None
+    if not per_client:
+        driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit, ready=ready)
+        return BrowserStack(
+            site_root, site_url, renderer, gateway, driver, runners, policy, ready, link, proxy=proxy
+        )
+
+    def open_context(client: Client, label: str, ctx_log: Callable[[str], None], hint: str) -> Opened:
+        """One client's context (``contexts.Open``): its gateway now, its browser context in the background."""
+        context_gateway = make_gateway(config, via_abi=opts.via_abi, library=opts.abi_library)
+        if link is None:  # --browser none: a gateway of its own, no browser
+            return context_gateway, NoRenderer(), None
+        chromium = site.renderer(link, ctx_log, shared=False)
+        chromium.pages.unknown_hint = hint
+        inner = site.wrap(chromium)
+        made = asyncio.ensure_future(_start_browser(link, chromium, site_url))
+        message = "this client's browser context could not be made; nothing was run: call again for a new one"
+        return context_gateway, StartingRenderer(inner, made, message), made
+
+    isolation = Isolation(
+        open=open_context,
+        front=gateway,
+        log=log,
+        max_contexts=settings.max_contexts,
+        idle_s=settings.context_idle_s,
+        authorize=policy.authorize,
+        audit=audit,
+        still_paired=still_paired,
+    )
+    stack = BrowserStack(
+        site_root,
+        site_url,
+        renderer,
+        gateway,
+        isolation.front,
+        runners,
+        policy,
+        None,
+        link,
+        isolation,
+        proxy=proxy,
+    )
+    stack.isolation = "per-client"
+    return stack
 
 
-async def _start_browser(chromium: ChromiumRenderer, site_url: str) -> None:
+@dataclass
+class _ContextSite:
+    """What every browser context of the host is made with, shared or per client (docs/host.md "Site
+    policy", "What holds per browser"): the viewport, the host-wide tab counter and the site policy — its
+    proxy (``proxy``: a browser that reaches this host's loopback; each context's Playwright ``proxy``
+    option names it, on top of a launched browser's flags) or, for a browser on another machine
+    (``routed``), the context's request routing (``browser/routing.py``)."""
+
+    policy: SitePolicy
+    proxy: PolicyProxy | None
+    viewport: Mapping[str, int]
+    tab_ids: Iterator[int]
+    routed: bool = False
+    max_popups: int = DEFAULT_MAX_POPUPS
+    """``--max-popups``: how many of one tab's popups may be open at once (``Pages``)."""
+
+    def options(self, *, shared: bool) -> ContextOptions:
+        extra: dict[str, Any] = {}
+        if self.proxy is not None:
+            extra["proxy"] = context_proxy(self.proxy.server)
+        return ContextOptions(
+            viewport=dict(self.viewport), shared=shared, playwright=extra, route=self.routed
+        )
+
+    def renderer(self, link: BrowserLink, log: Callable[[str], None], *, shared: bool) -> ChromiumRenderer:
+        """One browser context's renderer on the host's browser (every part of ``PARTS``; its context made
+        by ``lifecycle.new_context`` with :meth:`options`)."""
+        return ChromiumRenderer(
+            link=link,
+            log=log,
+            parts=PARTS,
+            policy=self.policy,
+            context_options=self.options(shared=shared),
+            tab_ids=self.tab_ids,
+            max_popups=self.max_popups,
+        )
+
+    def wrap(self, chromium: ChromiumRenderer) -> Renderer:
+        """``chromium`` as the driver sees it: under a restrictive policy, a navigation the proxy or the
+        routing stopped is answered ``NOT_AUTHORIZED`` (``policy.PolicyRenderer``)."""
+        if not self.policy.restrictive:
+            return chromium
+        refused_since = self.proxy.refused_since if self.proxy is not None else _never_refused
+        wrapped: Renderer = PolicyRenderer(chromium, self.policy, refused_since)
+        return wrapped
+
+
+def _never_refused(_url: str, _since: float) -> str | None:
+    return None
+
+
+async def _start_browser(link: BrowserLink, chromium: ChromiumRenderer, site_url: str) -> None:
     try:
+        if not link.started:
+            await link.start()
         await chromium.start(site_url)
+    except BrowserStartError as exc:
+        raise StartError(str(exc)) from None
     except Exception as exc:
-        raise StartError(f"{type(exc).__name__}: {_first_line(exc)}") from None
-
-
-def is_loopback_url(url: str) -> bool:
-    """True for an ``http``/``ws`` URL whose host is a loopback address (the DevTools endpoint rule)."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    return parts.scheme in ("http", "ws") and (host in ("localhost", "::1") or host.startswith("127."))
+        raise StartError(link.scrub(f"{type(exc).__name__}: {_first_line(exc)}")) from None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -344,7 +562,7 @@ async def serve(opts: ServeOptions) -> int:
         return 2
     audit, tunnel_opts = extras
     try:
-        stack = await start_stack(opts, log, audit=audit)
+        stack = await start_stack(opts, log, audit=audit, isolate=True, still_paired=tokens.active)
     except StartError as exc:
         print(f"error: the host could not start: {exc}", file=sys.stderr)
         if audit is not None:
@@ -354,9 +572,10 @@ async def serve(opts: ServeOptions) -> int:
     runners: list[web.AppRunner] = []
     tunnel = None
     try:
-        tunnel = Tunnel(stack.driver, tunnel_opts, log) if tunnel_opts is not None else None
+        drivers = stack.source()
+        tunnel = Tunnel(drivers, tunnel_opts, log) if tunnel_opts is not None else None
         if opts.listen:
-            host, sock_path = await _listen(opts, stack.driver, tokens, runners)
+            host, sock_path = await _listen(opts, drivers, tokens, runners)
     except Exception as exc:
         hint = ""
         if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
@@ -374,9 +593,18 @@ async def serve(opts: ServeOptions) -> int:
     elif tunnel is not None:
         log(f"connecting {tunnel.describe()} (no local listener: --no-listen)")
     log(f"site {stack.site_root} at {stack.site_url.rsplit('/', 1)[0]}/")
-    log(f"browser {getattr(stack.renderer, 'description', 'none')}")
+    log(f"browser {stack.description}")
     core = f"C library {getattr(stack.gateway, 'path', '')}" if opts.via_abi else "Python API"
     log(f"gateway via {core}; realm isolated; pairing {opts.approve_pairing}")
+    if isinstance(stack.drivers, Isolation):
+        log(
+            f"isolation per-client: a browser context and a gateway per paired client and tunnel session "
+            f"(at most {stack.drivers.max_contexts}; closed after {stack.drivers.idle_s:g} s without requests "
+            "or when the pairing is revoked)"
+        )
+        stack.drivers.start()
+    else:
+        log("isolation shared: one browser context and one gateway for every client")
     if opts.listen:
         saved = f"saved in {opts.pairings_file}" if opts.pairings_file else "in memory only"
         log(f"pairings {saved} ({len(tokens)} active)")
@@ -456,11 +684,11 @@ def _port(runner: web.AppRunner) -> int:
 
 
 async def _listen(
-    opts: ServeOptions, driver: Driver, tokens: TokenStore, runners: list[web.AppRunner]
+    opts: ServeOptions, drivers: DriverSource, tokens: TokenStore, runners: list[web.AppRunner]
 ) -> tuple[HostServer, Path]:
     """The loopback HTTP routes and the operator's admin socket (skipped by ``--no-listen``)."""
     pairing = Pairing(auto_approve=opts.approve_pairing == "auto", timeout_s=opts.pairing_timeout_s)
-    host = HostServer(driver, tokens, pairing, log=log)
+    host = HostServer(drivers, tokens, pairing, log=log)
     host.bind = opts.bind
     set_error_log(log)
     api_runner = QuietAppRunner(host.app(), handle_signals=False)

@@ -262,6 +262,16 @@ class TokenStore:
             return "revoked", revoked
         return "unknown", None
 
+    def active(self, digest_hex: str) -> bool:
+        """Whether the pairing whose token digest is ``digest_hex`` (hex SHA-256) is still active — not
+        revoked here or by another host sharing the file (re-read when it changed)."""
+        with contextlib.suppress(PairingFileError, OSError):
+            self._reload()
+        try:
+            return bytes.fromhex(digest_hex) in self._active
+        except ValueError:
+            return False
+
     def lookup(self, token: str | None) -> str | None:
         """Return the client name of a valid bearer, else None."""
         verdict, entry = self.check(token)

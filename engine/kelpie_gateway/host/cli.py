@@ -311,6 +311,9 @@ def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
         "headed": args.headed,
         "user_data_dir": args.user_data_dir,
         "cdp_endpoint": args.cdp_endpoint,
+        "browser_endpoint": args.browser_endpoint,
+        "browser_headers": list(args.browser_header or []),
+        "browser_backoff_max_s": args.browser_backoff_max,
         "config_file": Path(args.config) if args.config else None,
         "via_abi": args.via_abi,
         "abi_library": args.abi_library,
@@ -350,6 +353,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         pairing_timeout_s=args.pairing_timeout,
         pairings_file=pairings,
         listen=not args.no_listen,
+        isolation=args.isolation,
+        max_contexts=args.max_contexts,
+        context_idle_s=args.context_idle_s,
         **_browser_options(args),
     )
     try:
@@ -398,6 +404,22 @@ def _bounded(low: int, high: int) -> Any:
         return value
 
     return parse
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("a number of seconds above 0")
+    return value
+
+
+def _context_count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 256:
+        raise argparse.ArgumentTypeError("an integer 1..256")
+    return int(text)
 
 
 def _viewport(text: str) -> tuple[int, int]:
@@ -504,8 +526,29 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--cdp-endpoint",
         metavar="URL",
-        help="attach to a Chromium already started with --remote-debugging-port on loopback "
-        "(e.g. http://127.0.0.1:9222); it is never closed by this host",
+        help="attach to a Chromium already started with --remote-debugging-port (http(s):// or ws(s)://, "
+        "e.g. http://127.0.0.1:9222, or a remote one given explicitly); it is never closed by this host",
+    )
+    cmd.add_argument(
+        "--browser-endpoint",
+        metavar="URL",
+        help="use a browser from a Playwright browser server (ws(s)://, e.g. `playwright run-server`, a grid "
+        "or a cloud service) instead of launching one",
+    )
+    cmd.add_argument(
+        "--browser-header",
+        action="append",
+        metavar="'NAME: VALUE'",
+        help="header sent to --browser-endpoint/--cdp-endpoint (repeatable); the value may be "
+        "'@file:PATH' or '@env:VAR'; values are never logged",
+    )
+    cmd.add_argument(
+        "--browser-backoff-max",
+        type=_positive,
+        default=30.0,
+        metavar="S",
+        help="longest wait between reconnects to a remote browser that went away (default 30 s; doubling "
+        "from 0.5 s, jittered)",
     )
     cmd.add_argument(
         "--config",
@@ -589,6 +632,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--no-listen", action="store_true", help="serve only through --connect (no loopback HTTP routes)"
+    )
+    serve.add_argument(
+        "--isolation",
+        choices=["shared", "per-client"],
+        help="shared: one browser context and gateway for every client; per-client: one per paired client "
+        "and tunnel session (default shared)",
+    )
+    serve.add_argument(
+        "--max-contexts",
+        type=_context_count,
+        metavar="N",
+        help="per-client: at most N client contexts at once (default 8)",
+    )
+    serve.add_argument(
+        "--context-idle-s",
+        type=_positive,
+        metavar="S",
+        help="per-client: close a client's context after S seconds without requests (default 900)",
     )
     add_transport_flags(serve)
     serve.set_defaults(func=cmd_serve)

@@ -3,7 +3,7 @@
 
 :data:`PARTS` is every part :class:`~kelpie_gateway.host.browser.ChromiumRenderer` installs, in the order it
 tells them the browser's events: the built-in endpoints, the dialogs, the isolated world, what the site
-policy's proxy stopped, then the rich extensions. A new rich extension is one module under ``host/extensions/`` (a
+policy's proxy stopped, its routing (a browser on another machine), then the rich extensions. A new rich extension is one module under ``host/extensions/`` (a
 :class:`~kelpie_gateway.host.browser.chromium.Part` whose handlers carry their descriptors) and one line here.
 
 :func:`gateway_config` is the only place the host's gateway config is built: the base config, every part's
@@ -16,6 +16,7 @@ from __future__ import annotations
 from kelpie_gateway import NATIVE_ENDPOINTS
 from kelpie_gateway.host.browser.chromium import Part
 from kelpie_gateway.host.browser.endpoints import TabEndpoints
+from kelpie_gateway.host.browser.routing import SiteRouting
 from kelpie_gateway.host.browser.stops import PolicyStops
 from kelpie_gateway.host.browser.world import World
 from kelpie_gateway.host.extensions.dialogs import Dialogs
@@ -31,6 +32,7 @@ PARTS: tuple[type[Part], ...] = (
     Dialogs,  # dialog_observe, dialog_accept, dialog_dismiss (recovery extensions)
     World,  # browser-control-evaluate; the world of each document
     PolicyStops,  # the navigations the site policy's proxy stopped (no endpoint)
+    SiteRouting,  # the site policy's request routing in a browser that cannot reach its proxy (no endpoint)
     Keys,  # press_key, fill
     Scroll,  # scroll
     History,  # go_back, go_forward

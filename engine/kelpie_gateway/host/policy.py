@@ -43,6 +43,8 @@ Where it applies (docs/host.md "Site policy"):
    target goes through a forward proxy on loopback that asks :meth:`SitePolicy.refusal` (plain ``http:``)
    or :meth:`SitePolicy.tunnel_refusal` (``CONNECT``) — pages, popups, out-of-process frames, every kind of
    worker, WebSocket, preconnect and prefetch, each redirect hop. WebRTC's UDP, which no proxy sees, is off.
+   A browser on another machine cannot reach that proxy: there the context's request routing applies the
+   policy instead (``browser/routing.py``; docs/host.md "What holds per browser").
 3. **Navigation results** (:class:`PolicyRenderer`): a navigation the proxy stopped (a redirect to a refused
    origin) is reported ``NOT_AUTHORIZED`` naming the refused origin, ``mayHaveCompleted:true``: the tab left
    its page and shows the refusal.
@@ -74,6 +76,9 @@ _ADDRESS_GLOB = re.compile(r"^[0-9a-f.:*?\[\]]+$")
 _ALWAYS = ("about", "data", "blob")
 TUNNEL_REFUSED = "net::ERR_TUNNEL_CONNECTION_FAILED"
 """What Chromium makes of the proxy's answer to a refused ``CONNECT`` (and an unreachable one: ``502``)."""
+ROUTING_REFUSED = "net::ERR_BLOCKED_BY_CLIENT"
+"""What a request refused by the context's routing (``browser/routing.py``: a remote browser) fails with."""
+STOPPED_ERRORS = (TUNNEL_REFUSED, ROUTING_REFUSED)
 NAVIGATING_METHODS = frozenset({"navigate", "new-tab", "go-back", "go-forward"})
 """Native endpoints whose result may be a navigation the proxy stopped."""
 RESOLVE_TIMEOUT_S = 2.0
@@ -480,8 +485,9 @@ class PolicyRenderer:
         if result.get("success"):  # committed: the tab's URL is where it went
             page = self.inner.page_of(tab_id) if tab_id is not None else self.inner.newest_page()
             origin = self._stopped(getattr(page, "url", None), started)
-        elif TUNNEL_REFUSED in str((result.get("error") or {}).get("message", "")):
-            # failed at a tunnel the proxy answered 403: the URL it failed at (it commits an error page)
+        elif any(why in str((result.get("error") or {}).get("message", "")) for why in STOPPED_ERRORS):
+            # failed at a tunnel the proxy answered 403 (or, routed, a request the context's routing
+            # refused): the URL it failed at (it commits an error page)
             origin = self._stopped(self.inner.failed_since(tab_id, started), started)
             if origin is not None:
                 await self.inner.error_page_shown(tab_id)

@@ -61,9 +61,10 @@ from aiohttp.web_response import StreamResponse
 from aiohttp.web_server import Server
 
 from kelpie_gateway import JsonError, jsonrpc_error, loads, mcp_http_refusal
-from kelpie_gateway.host.auth import MAX_PENDING_PAIRINGS, Pairing, PairingFull, TokenStore
+from kelpie_gateway.host.auth import MAX_PENDING_PAIRINGS, Pairing, PairingFull, PairingRecord, TokenStore
 from kelpie_gateway.host.auth import state_dir as state_dir  # re-exported: it moved to auth (a light import)
-from kelpie_gateway.host.driver import Caller, Driver
+from kelpie_gateway.host.contexts import Client, DriverSource, Lease
+from kelpie_gateway.host.driver import Caller
 
 JsonObject = dict[str, Any]
 
@@ -358,17 +359,19 @@ async def _linger(request: web.Request, response: web.Response) -> web.StreamRes
 
 
 class HostServer:
-    """The aiohttp application; ``port`` is filled in once the listening socket is bound."""
+    """The aiohttp application; ``port`` is filled in once the listening socket is bound. ``drivers``: where
+    a request's driver comes from — the one gateway (``--isolation shared``) or the bearer's own
+    (``per-client``: the key is the bearer's SHA-256 digest, never the token)."""
 
     def __init__(
         self,
-        driver: Driver,
+        drivers: DriverSource,
         tokens: TokenStore,
         pairing: Pairing,
         *,
         log: Callable[[str], None],
     ) -> None:
-        self.driver = driver
+        self.drivers = drivers
         self.tokens = tokens
         self.pairing = pairing
         self.log = log
@@ -439,14 +442,20 @@ class HostServer:
 
     def _check_bearer(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> str:
         token = self._bearer(request)
-        verdict, _entry = self.tokens.check(token)
-        if token is None or verdict != "valid":
+        self._pairing(token, err)
+        assert token is not None
+        return token
+
+    def _pairing(self, token: str | None, err: Callable[[str, str], JsonObject]) -> PairingRecord:
+        """The pairing of a valid bearer; else raises the 401 its verdict deserves (missing, unknown, revoked)."""
+        verdict, entry = self.tokens.check(token)
+        if token is None or verdict != "valid" or entry is None:
             message = unauthorized_message(verdict)
             challenge = 'Bearer realm="kelpie-gateway"'
             if verdict != "missing":
                 challenge += f', error="invalid_token", error_description="{message.split(":")[0]}"'
             raise _Refused(_json(401, err("NOT_AUTHORIZED", message), {"WWW-Authenticate": challenge}))
-        return token
+        return entry
 
     def _admit(
         self, request: web.Request, err: Callable[[str, str], JsonObject], *, bearer: bool = True
@@ -458,10 +467,15 @@ class HostServer:
         self._check_origin(request, err)
         return token
 
-    def _caller(self, token: str | None, transport: str) -> Caller:
-        """The audit trail's caller: the pairing name of ``token``."""
-        client = self.tokens.lookup(token) if token is not None else None
-        return Caller(client=client or "-", transport=transport)
+    def _caller(
+        self, token: str | None, transport: str, err: Callable[[str, str], JsonObject]
+    ) -> tuple[Caller, Lease]:
+        """The audit trail's caller (the pairing name of ``token``) and the driver lent to serve it (the
+        client's own under ``--isolation per-client``, keyed by the token's digest). A bearer revoked while
+        its body was read is refused here (401) like any other: no driver is lent to it."""
+        entry = self._pairing(token, err)
+        caller = Caller(client=entry.client, transport=transport)
+        return caller, self.drivers.lease(Client(entry.digest.hex(), entry.client))
 
     def _check_origin(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
         if "Origin" in request.headers:
@@ -519,11 +533,13 @@ class HostServer:
                 request,
                 _envelope_error("REQUEST_TOO_LARGE", f"the request body is over {MAX_BODY} bytes (4 MiB)"),
             )
+            caller, lease = self._caller(token, "http", err)
         except _Refused as refused:
             return await _refuse(request, refused)
-        step = await self.driver.canonical(body, self._caller(token, "http"))
-        response = step.get("response")
-        return await self._deliver(request, step, _json(_http_status(response), response))
+        with lease:
+            step = await lease.driver.canonical(body, caller)
+            response = step.get("response")
+            return await self._deliver(request, lease, step, _json(_http_status(response), response))
 
     # ------------------------------------------------------------------ MCP
     async def mcp_get(self, request: web.Request) -> web.StreamResponse:
@@ -552,18 +568,20 @@ class HostServer:
             refusal = mcp_http_refusal(body, request.headers.items())
             if refusal is not None:
                 raise _Refused(_json(int(refusal["httpStatus"]), refusal["response"]))
+            caller, lease = self._caller(token, "mcp-http", err)
         except _Refused as refused:
             return await _refuse(request, refused)
-        step = await self.driver.mcp(body, self._caller(token, "mcp-http"))
-        response = step.get("response")
-        if response is None:
-            return web.Response(status=int(step.get("httpStatus") or 202))
-        return await self._deliver(
-            request, step, _json(int(step.get("httpStatus") or _http_status(response)), response)
-        )
+        with lease:
+            step = await lease.driver.mcp(body, caller)
+            response = step.get("response")
+            if response is None:
+                return web.Response(status=int(step.get("httpStatus") or 202))
+            return await self._deliver(
+                request, lease, step, _json(int(step.get("httpStatus") or _http_status(response)), response)
+            )
 
     async def _deliver(
-        self, request: web.Request, step: JsonObject, answer: web.Response
+        self, request: web.Request, lease: Lease, step: JsonObject, answer: web.Response
     ) -> web.StreamResponse:
         """Send a transaction's answer now; if the client is gone (connection closed before the answer,
         or the write fails), tell the driver, so a mutated tab becomes RECONCILE_REQUIRED (ARCHITECTURE.md
@@ -577,7 +595,7 @@ class HostServer:
                     return answer
             except (ConnectionError, aiohttp.ClientConnectionError):
                 pass
-        self.driver.undelivered(step)
+        lease.driver.undelivered(step)
         return answer
 
     # ------------------------------------------------------------------ pairing
@@ -663,7 +681,8 @@ class HostServer:
             assert token is not None
         except _Refused as refused:
             return await _refuse(request, refused)
-        client = self.tokens.lookup(token)
+        verdict, entry = self.tokens.check(token)
+        client = entry.client if verdict == "valid" and entry is not None else None
         try:
             self.tokens.revoke(token)
         except (OSError, RuntimeError) as exc:
@@ -672,6 +691,8 @@ class HostServer:
                 500, err("INTERNAL", f"the host could not save the revocation: {type(exc).__name__}")
             )
         self.log(f"revoked the token of client {client!r}")
+        if entry is not None:
+            self.drivers.revoked(entry.digest.hex())  # per-client isolation: its context closes now
         return _json(200, {"revoked": True})
 
 

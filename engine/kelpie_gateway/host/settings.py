@@ -10,6 +10,10 @@ then decides the session's policy:
   implement is an error;
 * ``browserAvailable``, ``fixedReader``, ``realm``, ``extensions``: facts about the host, not choices; the
   file may repeat the host's value and nothing else (``--browser none`` is how to run without a browser);
+* ``isolation`` (``"shared"`` | ``"per-client"``), ``maxContexts`` (integer 1..256) and ``contextIdleS``
+  (seconds, > 0): the host's own settings of ``serve --isolation``, ``--max-contexts`` and
+  ``--context-idle-s`` (a flag given on the command line wins); taken out before the engine sees the file
+  (:func:`host_settings`);
 * anything else is passed to the engine, which refuses unknown fields with a JSON Pointer at create.
 
 Errors are :class:`ConfigFileError` with a message naming the file and the field.
@@ -28,7 +32,10 @@ JsonObject = dict[str, Any]
 
 HOST_FACTS = ("browserAvailable", "fixedReader", "realm", "extensions")
 """Config fields the host decides (what it is), never the operator's file."""
+HOST_SETTINGS = ("isolation", "maxContexts", "contextIdleS")
+"""Config fields that are the host's own settings (``serve`` flags), not the gateway's."""
 MAX_CONFIG_BYTES = 1024 * 1024
+MAX_CONTEXTS_BOUND = 256
 
 
 class ConfigFileError(ValueError):
@@ -51,6 +58,23 @@ def load_config_file(path: Path) -> JsonObject:
     if not isinstance(data, dict):
         raise ConfigFileError(f"--config {path}: must be a JSON object (the gateway config, CONTRACT.md §2)")
     return data
+
+
+def host_settings(user: Mapping[str, Any], *, source: str = "--config") -> tuple[JsonObject, JsonObject]:
+    """Split the operator's file into ``(gateway settings, host settings)`` (:data:`HOST_SETTINGS`),
+    checking the host's: ``isolation`` one of ``shared``/``per-client``, ``maxContexts`` an integer
+    1..256, ``contextIdleS`` a positive number of seconds. Raises :class:`ConfigFileError`."""
+    gateway = {k: v for k, v in user.items() if k not in HOST_SETTINGS}
+    host = {k: v for k, v in user.items() if k in HOST_SETTINGS}
+    if "isolation" in host and host["isolation"] not in ("shared", "per-client"):
+        raise ConfigFileError(f'{source}: /isolation must be "shared" or "per-client"')
+    count = host.get("maxContexts", 1)
+    if type(count) is not int or not 1 <= count <= MAX_CONTEXTS_BOUND:
+        raise ConfigFileError(f"{source}: /maxContexts must be an integer 1..{MAX_CONTEXTS_BOUND}")
+    idle = host.get("contextIdleS", 1)
+    if type(idle) not in (int, float) or not idle > 0:
+        raise ConfigFileError(f"{source}: /contextIdleS must be a number of seconds above 0")
+    return gateway, host
 
 
 def apply_config(host: Mapping[str, Any], user: Mapping[str, Any], *, source: str = "--config") -> JsonObject:

@@ -195,7 +195,7 @@ async def run_stdio(opts: BrowserOptions, rpc_in: int, rpc_out: BinaryIO) -> int
             log(f"error: kelpie-gateway mcp could not start: {exc}")
             return exc.status
         try:
-            tunnel = Tunnel(stack.driver, tunnel_opts, log) if tunnel_opts is not None else None
+            tunnel = Tunnel(stack.source(), tunnel_opts, log) if tunnel_opts is not None else None
         except TunnelConfigError as exc:  # the token file went away since the check
             log(f"error: {exc}")
             await stack.close()
@@ -221,7 +221,7 @@ async def _serve_stdio(
     log(f"site {stack.site_root} at {stack.site_url.rsplit('/', 1)[0]}/")
     log(stack.describe_policy())
     if stack.browser_ready is None:
-        log(f"browser {getattr(stack.renderer, 'description', 'none')}")
+        log(f"browser {stack.description}")
     else:
         log("browser starting (MCP is answered meanwhile; browser calls wait for it)")
     if stack.driver.audit is not None:
@@ -237,7 +237,7 @@ async def _serve_stdio(
             return
         exc = ready.exception()
         if exc is None:
-            log(f"browser {getattr(stack.renderer, 'description', 'none')}")
+            log(f"browser {stack.description}")
             return
         log(f"error: kelpie-gateway mcp could not start the browser: {exc}")
         status = exc.status if isinstance(exc, StartError) else 1

@@ -62,7 +62,9 @@ import orjson
 from yarl import URL
 
 from kelpie_gateway import VERSION, DuplicateMember, JsonError, jsonrpc_error, loads
+from kelpie_gateway.host.contexts import Client, DriverSource, SharedDrivers
 from kelpie_gateway.host.driver import Abandon, Caller, Driver
+from kelpie_gateway.host.remote import backoff_delay as backoff_delay  # the host's one backoff
 
 JsonObject = dict[str, Any]
 
@@ -146,13 +148,6 @@ def read_token(opts: TunnelOptions) -> str | None:
     return opts.environ.get(TOKEN_ENV) or None
 
 
-def backoff_delay(attempt: int, initial: float, cap: float, rand: Callable[[], float]) -> float:
-    """Seconds to wait before reconnect ``attempt`` (0-based): ``min(cap, initial·2^attempt)`` scaled by
-    a random factor in [0.5, 1) (jitter, so many hosts do not reconnect in step)."""
-    base: float = min(cap, initial * 2.0 ** min(attempt, 30))
-    return base * (0.5 + 0.5 * float(rand()))
-
-
 def frame_size(text: str) -> int:
     """UTF-8 size in bytes of a text frame."""
     return len(text) if text.isascii() else len(text.encode("utf-8"))
@@ -221,19 +216,21 @@ class _Closed(Exception):
 class Tunnel:
     """One outbound MCP-over-ACP connection, kept up until :meth:`stop` (see the module docstring).
 
-    ``driver``: the host's driver (shared with the HTTP routes). ``log``: the operator log (never a
-    token). ``rand``: jitter source (tests pass a fixed one)."""
+    ``drivers``: where the host's driver comes from (shared with the HTTP routes; under ``--isolation
+    per-client`` each ACP session is one client, key ``tunnel:<session id>``, with a context of its own);
+    a single :class:`Driver` serves every call.
+    ``log``: the operator log (never a token). ``rand``: jitter source (tests pass a fixed one)."""
 
     def __init__(
         self,
-        driver: Driver,
+        drivers: DriverSource | Driver,
         opts: TunnelOptions,
         log: Callable[[str], None],
         *,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self.url = self.check(opts)
-        self.driver = driver
+        self.drivers: DriverSource = SharedDrivers(drivers) if isinstance(drivers, Driver) else drivers
         self.opts = opts
         self.log = log
         self.rand = rand
@@ -538,11 +535,12 @@ class Tunnel:
         """Answer one broker request on ``ws``. An ``mcp/message`` whose answer cannot reach its caller is
         reported to the gateway as undelivered (see the module docstring)."""
         step: JsonObject | None = None
+        driver: Driver | None = None
         gone = False
         try:
             args = params if isinstance(params, dict) else {}
             if method == "mcp/message":
-                result, step, gone = await self._message(rid, args)
+                result, step, gone, driver = await self._message(rid, args)
             else:
                 result = await self._handle(method, args)
         except _RpcFailure as exc:
@@ -553,8 +551,8 @@ class Tunnel:
         else:
             reply = result if "jsonrpc" in result else {"jsonrpc": "2.0", "id": rid, "result": result}
         sent = await self._send_quietly(reply, ws)
-        if step is not None and (gone or not sent):
-            self.driver.undelivered(step)
+        if step is not None and driver is not None and (gone or not sent):
+            driver.undelivered(step)
 
     async def _handle(self, method: str, params: JsonObject) -> JsonObject:
         if method == "mcp/connect":
@@ -593,30 +591,39 @@ class Tunnel:
             inner["params"] = params["params"]
         return connection, inner
 
-    async def _message(self, rid: Any, params: Mapping[str, Any]) -> tuple[JsonObject, JsonObject, bool]:
+    def _who(self) -> Client:
+        """This tunnel's client: its ACP session (a new session is a new client)."""
+        return Client(f"tunnel:{self.session_id}", self.client)
+
+    async def _message(
+        self, rid: Any, params: Mapping[str, Any]
+    ) -> tuple[JsonObject, JsonObject, bool, Driver]:
         """Run one ``mcp/message`` request: ``(the answer, the complete step, whether the call was
-        abandoned meanwhile: its socket dropped or its MCP connection was disconnected)``."""
+        abandoned meanwhile: its socket dropped or its MCP connection was disconnected, the driver that
+        ran it)``."""
         connection, inner = self._inner(rid, params)
         abandon = Abandon()
         calls = self._connections[connection]
         calls.add(abandon)
         try:
-            step = await self.driver.mcp(
-                inner,
-                Caller(client=self.client, transport="tunnel", connection=connection),
-                abandon=abandon,
-                fit=fit_response,
-            )
+            with self.drivers.lease(self._who()) as lease:
+                driver = lease.driver
+                step = await driver.mcp(
+                    inner,
+                    Caller(client=self.client, transport="tunnel", connection=connection),
+                    abandon=abandon,
+                    fit=fit_response,
+                )
         finally:
             calls.discard(abandon)
         response = step.get("response")
         if not isinstance(response, dict):
-            return {}, step, abandon.abandoned
+            return {}, step, abandon.abandoned, driver
         if "error" in response:
-            return {"jsonrpc": "2.0", "id": rid, "error": response["error"]}, step, abandon.abandoned
+            return {"jsonrpc": "2.0", "id": rid, "error": response["error"]}, step, abandon.abandoned, driver
         result = response.get("result")
         answer = {"jsonrpc": "2.0", "id": rid, "result": result if result is not None else {}}
-        return answer, step, abandon.abandoned
+        return answer, step, abandon.abandoned, driver
 
     async def _notify(self, params: Any) -> None:
         """An ``mcp/message`` notification: the inner MCP notification (no answer)."""
@@ -626,7 +633,10 @@ class Tunnel:
             connection, inner = self._inner(None, params)
         except _RpcFailure:
             return
-        await self.driver.mcp(inner, Caller(client=self.client, transport="tunnel", connection=connection))
+        with self.drivers.lease(self._who()) as lease:
+            await lease.driver.mcp(
+                inner, Caller(client=self.client, transport="tunnel", connection=connection)
+            )
 
 
 class _RpcFailure(Exception):

@@ -189,7 +189,7 @@ def instructions(gw: GatewayCore) -> str:
     if gw.config.targeting == "direct" and "tabs.list" in methods and gw.config.pinned_tab is None:
         parts.append("Tab methods need params.tabId (from tabs.list or tabs.open).")
     parts.append(
-        "BUSY means another action is running and nothing was done: wait, then try again. "
+        "BUSY or BROWSER_UNAVAILABLE means nothing was done: wait, then try again. "
         "A failure with mayHaveCompleted:true means the action may already have happened: observe before "
         "repeating it. NOT_AUTHORIZED means the host's policy refuses it (a site it does not allow, say): do "
         "not retry. Credentials in reported URLs read REDACTED."

@@ -12,7 +12,7 @@ endpoint on the method that handles it, with :func:`endpoint`: a built-in endpoi
 (CONTRACT.md §3), an extension by its descriptor (CONTRACT.md §2: ``name``, ``method``, ``inputSchema``,
 ``mutates`` …), so the descriptor and its handler stand side by side. The renderer installs the parts of
 ``kelpie_gateway.host.parts.PARTS`` (the one list: the built-in endpoints, the dialogs, the isolated world,
-the rich extensions), registers their endpoints and tells them, in list order,
+what the site policy stopped and its routing, the rich extensions), registers their endpoints and tells them, in list order,
 the events of ``common.TabHooks`` (a context launched; a tab attached to a page, navigated, crashed,
 closed). Handlers may raise: ``call`` answers :class:`~kelpie_gateway.host.renderer.Refused` with its result
 and anything else as ``RENDERER_FAILED``.
@@ -29,17 +29,19 @@ is relaunched (or reattached) and :meth:`ChromiumRenderer.available` lets the ne
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 
 from kelpie_gateway.host.policy import SitePolicy
+from kelpie_gateway.host.remote import RemoteBrowser
 from kelpie_gateway.host.renderer import Endpoint, JsonObject, Refused, RendererEvents, fail
 
 from .common import Tab, short
-from .lifecycle import Lifecycle
+from .lifecycle import VIEWPORT, ContextOptions, Lifecycle
+from .link import BrowserLink, context_proxy
 from .pages import DEFAULT_MAX_POPUPS, Pages
 
 _MARK = "_kelpie_endpoint"
@@ -119,20 +121,27 @@ class _Unheard:
 
 
 class ChromiumRenderer:
-    """Headless Chromium with one context, made of ``parts``; see the module docstring.
+    """One browser context of headless Chromium, made of ``parts``; see the module docstring.
 
     ``parts``: the part classes to install, in order (``kelpie_gateway.host.parts.PARTS``; tests may give
-    fewer). ``proxy``: the site policy's proxy server (``http://127.0.0.1:PORT``) when the policy is
-    restrictive: every request of the browser goes through it (``lifecycle.py``, ``host/policy_proxy.py``);
-    ``policy``: that policy (the parts that report what it stopped read it). ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part).
+    fewer). ``link``: the host's browser, shared by every context (``--isolation per-client``); without
+    one the renderer makes its own from ``executable``, ``headless``, ``user_data_dir`` and
+    ``cdp_endpoint`` (and ``proxy``), and closes it with itself. ``context_options``: what its context is
+    made with (``lifecycle.new_context``). ``tab_ids``: the host's tab-number counter (shared by every
+    context, so tab ids are unique across clients). ``proxy``: the site policy's proxy server
+    (``http://127.0.0.1:PORT``) when the policy is restrictive, for a renderer with a browser of its own
+    (with a ``link``, the link and ``context_options`` carry it: ``lifecycle.py``); ``policy``: that policy
+    (the parts that report what it stopped, or route requests through it, read it).
+    ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part).
     ``max_popups``: how many of one tab's popups may be open at once (``--max-popups``; ``Pages``)."""
 
     def __init__(
         self,
         *,
-        executable: str | None,
         log: Callable[[str], None],
         parts: Sequence[type[Part]],
+        link: BrowserLink | None = None,
+        executable: str | None = None,
         dialog_timeout_s: float = 60.0,
         proxy: str | None = None,
         policy: SitePolicy | None = None,
@@ -140,22 +149,31 @@ class ChromiumRenderer:
         headless: bool = True,
         user_data_dir: str | None = None,
         cdp_endpoint: str | None = None,
+        context_options: ContextOptions | None = None,
+        tab_ids: Iterator[int] | None = None,
         max_popups: int = DEFAULT_MAX_POPUPS,
     ) -> None:
         self.log = log
         self.policy = policy
         self.dialog_timeout_s = dialog_timeout_s
         self.events: RendererEvents = _Unheard()
-        self.lifecycle = Lifecycle(
-            self,
-            executable=executable,
-            viewport=viewport,
-            headless=headless,
-            user_data_dir=user_data_dir,
-            cdp_endpoint=cdp_endpoint,
-            proxy=proxy,
+        own_link = link is None
+        if link is None:  # one renderer, one browser of its own (the other arguments say which)
+            link = BrowserLink(
+                log=log,
+                executable=executable,
+                headless=headless,
+                user_data_dir=user_data_dir,
+                remote=RemoteBrowser("cdp", cdp_endpoint) if cdp_endpoint else None,
+                viewport=viewport,
+                proxy=proxy,
+            )
+        options = context_options or ContextOptions(
+            viewport=dict(viewport or VIEWPORT),
+            playwright={"proxy": context_proxy(proxy)} if proxy and not user_data_dir else {},
         )
-        self.pages = Pages(self, max_popups=max_popups)
+        self.lifecycle = Lifecycle(self, link, options=options, own_link=own_link)
+        self.pages = Pages(self, tab_ids, max_popups=max_popups)
         self._background: set[asyncio.Future[Any]] = set()
         self._handlers: dict[str, Endpoint] = {}
         self.parts: tuple[Part, ...] = tuple(kind(self) for kind in parts)
@@ -200,8 +218,13 @@ class ChromiumRenderer:
     def failed_since(self, tab_id: str | None, since: float) -> str | None:
         """The URL at which the main-frame navigation of ``tab_id`` (None: the newest tab) failed after
         ``since`` (``time.monotonic()``), else None (``stops.PolicyStops``; only under a restrictive policy)."""
+        from .routing import SiteRouting
         from .stops import PolicyStops
 
+        routing = self.part(SiteRouting)
+        routed = routing.failed_since(tab_id, since) if routing is not None else None
+        if routed is not None:  # a browser on another machine: what its routing refused
+            return routed
         stops = self.part(PolicyStops)
         return stops.failed_since(tab_id, since) if stops is not None else None
 
@@ -260,7 +283,7 @@ class ChromiumRenderer:
         if handler is None:
             return fail("RENDERER_FAILED", f"this host has no native endpoint {method!r}")
         if self.lifecycle.lost:  # it exited after :meth:`available` said it was there: nothing is run
-            what = "reattaches to" if self.lifecycle.cdp_endpoint else "starts"
+            what = self.lifecycle.link.what_it_does()
             return fail(
                 "BROWSER_UNAVAILABLE",
                 f"the browser exited just before this call; nothing was run; the host {what} it on the next call",
@@ -293,7 +316,7 @@ class ChromiumRenderer:
         tab = self.pages.get(tab_id)
         if tab is None or tab.crashed:
             return False
-        if self.lifecycle.cdp_endpoint:
+        if self.lifecycle.link.attached:
             self.log(
                 f"tab {tab.tab_id} is kept as it is: its script did not stop, and an attached browser's tab "
                 "is the user's own (the lane is free; a call on that tab waits behind the script)"
@@ -320,5 +343,6 @@ class ChromiumRenderer:
         return True
 
     async def close(self) -> None:
-        """Close the browser this host launched; an attached one is only disconnected."""
+        """Close this renderer's browser context (and its own browser, when it has one: the browser this
+        host launched is closed, an attached one only disconnected)."""
         await self.lifecycle.close()

@@ -1,77 +1,104 @@
-"""The browser's lifecycle: launch, attach, relaunch after an exit, close (docs/host.md "Browser",
-"Liveness"; CONTRACT.md §5 v1.1).
+"""One browser context of the host: made on the host's browser, made again after the browser came back,
+closed (docs/host.md "Browser", "Liveness", "Parallel agents"; CONTRACT.md §5 v1.1).
 
-Three ways to get a browser (issue 14): launch Chromium with a temporary profile (default; ``headless``
-False for ``--headed``), launch it on a persistent profile (``user_data_dir``: its first window's page is the
-first tab), or attach over CDP to a Chromium already running (``cdp_endpoint``: its open pages become tabs,
-the host opens the first URL in a new one, and :meth:`Lifecycle.close` only disconnects).
+The browser itself (launch, attach, connect, relaunch, reconnect) is the :class:`~.link.BrowserLink`'s; a
+host has one. A :class:`Lifecycle` is one renderer's context on it: with ``--isolation shared`` the host has
+one renderer, with ``per-client`` one per client, all on the same link. Every context is made by
+:func:`new_context` — the one place, given the context's :class:`ContextOptions` (what a per-context
+setting such as the site policy's network settings plugs into):
 
-If Chromium exits, every tab is reported closed, the event sink hears ``renderer_gone(None)``, and the
-relaunch starts at once; the next call waits for it through :meth:`Lifecycle.available` (new tabs, every ref
-invalidated, one log line), within the call's own deadline, or is answered ``BROWSER_UNAVAILABLE`` with
-``mayHaveCompleted:false`` when Chromium cannot be started or is not back by then (each later call tries
-again, after :data:`RELAUNCH_BACKOFF_S`). An attached browser is never started by the host: it is
-reattached at the same endpoint instead, and until it answers there again every call is
-``BROWSER_UNAVAILABLE``.
+* on a persistent profile (``--user-data-dir``) the context is the profile's own (its first window's page
+  is the first tab);
+* attached over CDP with ``shared`` isolation, the browser's default context (its open pages become tabs,
+  the host opens the first URL in a new one) — unless the context has a proxy (below): a running browser's
+  default context cannot be given one, so the host works in a context of its own;
+* otherwise a new context (``browser.new_context``: own cookies, storage, cache and permissions), its first
+  tab opening the first URL.
 
-With a restrictive site policy (``proxy``: the policy proxy's server, ``host/policy_proxy.py``) every request
-of the browser goes through that proxy: a launched Chromium gets :func:`proxy_flags` (``--proxy-server``,
-no bypass for loopback, WebRTC without UDP that is not proxied); an attached one cannot be given flags, so
-the host works in a browser context of its own whose ``proxy`` is the same server (its own tabs only: the
-attached browser's other tabs are not under the policy and are not adopted; docs/host.md "Site policy").
+The site policy (``host/policy.py``, docs/host.md "Site policy") plugs in here. With a restrictive policy
+and a browser that can reach the host's loopback (``BrowserLink.reaches_proxy``) every context's
+``playwright`` options carry ``proxy`` (:func:`~.link.context_proxy`: the policy proxy, no loopback
+bypass), on top of the launch flags a launched browser has (``link.proxy_flags``); the persistent profile's
+context has the flags only. A browser on another machine cannot reach that proxy: its contexts are made
+with ``route`` and the routing part (``routing.py``) applies the policy to the requests the context's
+routing sees.
+
+When the browser goes away every tab is reported closed and the event sink hears ``renderer_gone(None)``;
+when it is back the context is made again at once (new tabs, every ref invalidated, one log line), and a
+call meanwhile waits for it through :meth:`Lifecycle.available` within its own deadline — or is answered
+``BROWSER_UNAVAILABLE`` with ``mayHaveCompleted:false``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
-from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import BrowserContext
 
 from kelpie_gateway.host.renderer import JsonObject, fail
 
-from .common import TabHooks, short
+from .common import TabHooks
+from .link import (
+    CHROMIUM_FLAGS,
+    DEFAULT_CHROMIUM,
+    PROXY_BYPASS,
+    VIEWPORT,
+    BrowserLink,
+    BrowserStartError,
+    find_chromium,
+    proxy_flags,
+)
 from .pages import Pages
 
-CHROMIUM_FLAGS = (
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-)
-DEFAULT_CHROMIUM = "/usr/bin/chromium"
-VIEWPORT = {"width": 1280, "height": 800}
-PROXY_BYPASS = "<-loopback>"
-"""Chromium's proxy bypass list under a policy: ``<-loopback>`` removes loopback from the implicit bypass
-list, so requests to ``127.0.0.0/8``, ``localhost`` and ``[::1]`` go through the proxy too."""
-RELAUNCH_BACKOFF_S = 5.0
-"""After a failed relaunch, requests within this many seconds get BROWSER_UNAVAILABLE at once."""
+__all__ = [
+    "CHROMIUM_FLAGS",
+    "DEFAULT_CHROMIUM",
+    "PROXY_BYPASS",
+    "VIEWPORT",
+    "ContextOptions",
+    "Lifecycle",
+    "find_chromium",
+    "new_context",
+    "proxy_flags",
+]
 
 
-def find_chromium(explicit: str | None) -> str | None:
-    """The executable to launch: ``explicit``, else ``/usr/bin/chromium`` if present, else None (Playwright's)."""
-    if explicit:
-        return explicit
-    if shutil.which(DEFAULT_CHROMIUM):
-        return DEFAULT_CHROMIUM
-    return None
+@dataclass(frozen=True)
+class ContextOptions:
+    """What one browser context is made with (:func:`new_context`).
+
+    ``viewport``: CSS pixels. ``shared``: the host's one context (``--isolation shared``): on an attached
+    browser that is its default context. ``playwright``: further ``browser.new_context`` keyword arguments
+    of this context: the site policy's ``proxy`` (``link.context_proxy``) when the browser can reach it.
+    ``route``: the site policy is applied by the context's request routing (``routing.py``: a browser on
+    another machine, which cannot reach the policy proxy)."""
+
+    viewport: Mapping[str, int] = field(default_factory=lambda: dict(VIEWPORT))
+    shared: bool = True
+    playwright: Mapping[str, Any] = field(default_factory=dict)
+    route: bool = False
 
 
-def proxy_flags(proxy: str) -> list[str]:
-    """Chromium's flags for a browser whose every request goes through ``proxy`` (``http://127.0.0.1:PORT``):
-    no direct connection to anything, loopback included, and WebRTC's UDP off (ICE only through the proxy,
-    which takes no UDP: ``disable_non_proxied_udp``)."""
-    return [
-        f"--proxy-server={proxy}",
-        f"--proxy-bypass-list={PROXY_BYPASS}",
-        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
-    ]
+async def new_context(link: BrowserLink, options: ContextOptions) -> tuple[BrowserContext, bool]:
+    """The one place the host makes a browser context (see the module docstring): ``(context, owned)``;
+    ``owned`` False for a context this renderer must not close (the persistent profile's, closed with the
+    browser; an attached browser's default one, the user's). Raises PlaywrightError or RuntimeError."""
+    if link.persistent is not None:
+        return link.persistent, False
+    browser = link.browser
+    if browser is None:
+        raise RuntimeError("no browser")
+    if link.attached and options.shared and browser.contexts and "proxy" not in options.playwright:
+        return browser.contexts[0], False
+    context = await browser.new_context(
+        viewport=dict(options.viewport),  # type: ignore[arg-type]
+        **dict(options.playwright),
+    )
+    return context, True
 
 
 class LifecycleOwner(Protocol):
@@ -91,179 +118,142 @@ class LifecycleOwner(Protocol):
 
 
 class Lifecycle:
-    """The Playwright driver, the browser and its one context of a renderer (``ChromiumRenderer``)."""
+    """The browser context of a renderer (``ChromiumRenderer``) on the host's :class:`BrowserLink`.
+    ``own_link``: the renderer started the link and closes it with itself (one renderer, one browser)."""
 
     def __init__(
         self,
         renderer: LifecycleOwner,
+        link: BrowserLink,
         *,
-        executable: str | None,
-        viewport: Mapping[str, int] | None,
-        headless: bool,
-        user_data_dir: str | None,
-        cdp_endpoint: str | None,
-        proxy: str | None = None,
+        options: ContextOptions,
+        own_link: bool = False,
     ) -> None:
         self.renderer = renderer
-        self.proxy = proxy
-        self.executable = executable
-        self.viewport = dict(viewport or VIEWPORT)  # serve --viewport WxH
-        self.headless = headless
-        self.user_data_dir = user_data_dir
-        self.cdp_endpoint = cdp_endpoint
-        self.description = "chromium"
+        self.link = link
+        self.options = options
+        self.own_link = own_link
         self.context: BrowserContext | None = None
-        self.lost = False
-        """The browser exited (or went away) and is not back yet."""
-        self._pw: Playwright | None = None
-        self._browser: Browser | None = None
+        self._owned = False
+        self._made_on = 0  # the link generation the context was made on
         self._first_url: str | None = None
+        self._started = False
         self._closing = False
-        self._relaunch_lock = asyncio.Lock()
-        self._relaunch_failed: tuple[float, str] | None = None  # (loop time, why) of the last failed launch
+        self._reopening: asyncio.Future[JsonObject | None] | None = None
+
+    @property
+    def description(self) -> str:
+        return self.link.description
+
+    @property
+    def lost(self) -> bool:
+        """The browser (or this context) is gone and not back yet."""
+        return self.link.lost or (self._started and self.context is None)
 
     async def start(self, first_url: str | None) -> None:
-        """Start the browser (one of the three ways of the module docstring) and open ``first_url`` in the
-        first tab."""
+        """Make the context and open ``first_url`` in its first tab (the link is started first when this
+        renderer owns it; a link that is down is waited for). Raises :class:`BrowserStartError` when it
+        cannot (the message is safe to print: no secret)."""
         self._first_url = first_url
-        self._pw = await async_playwright().start()
-        await self._launch()
+        self.link.listen(self)
+        if self.own_link and not self.link.started:
+            await self.link.start()
+        coming = self.link.available()
+        if coming is not None:
+            refused = await coming
+            if refused is not None:
+                raise BrowserStartError(refused["error"]["message"])
+        try:
+            await self._open()
+        except Exception as exc:
+            raise BrowserStartError(self.link.why(exc, 300)) from None
+        self._started = True
 
-    async def _launch(self) -> None:
-        assert self._pw is not None
-        chromium = self._pw.chromium
-        flags = [*CHROMIUM_FLAGS, *(proxy_flags(self.proxy) if self.proxy else ())]
-        options: dict[str, Any] = {"headless": self.headless, "args": flags}
-        if self.executable:
-            options["executable_path"] = self.executable
-        where = self.executable or "playwright-managed"
-        if self.cdp_endpoint:
-            self._browser = await chromium.connect_over_cdp(self.cdp_endpoint)
-            contexts = self._browser.contexts
-            if self.proxy:  # flags cannot be given to a running browser: a proxied context of our own
-                self.context = await self._browser.new_context(
-                    proxy={"server": self.proxy, "bypass": PROXY_BYPASS},
-                    viewport=self.viewport,  # type: ignore[arg-type]
-                )
-            else:
-                self.context = contexts[0] if contexts else await self._browser.new_context()
-            where = f"attached over CDP at {self.cdp_endpoint}; never closed by this host"
-            if self.proxy:
-                where += "; in a context of its own, through the site policy's proxy"
-        elif self.user_data_dir:
-            self.context = await chromium.launch_persistent_context(
-                self.user_data_dir,
-                viewport=self.viewport,  # type: ignore[arg-type]
-                **options,
-            )
-            self._browser = self.context.browser
-            where += f"; profile {self.user_data_dir}"
-        else:
-            self._browser = await chromium.launch(**options)
-            self.context = await self._browser.new_context(viewport=self.viewport)  # type: ignore[arg-type]
-        version = self._browser.version if self._browser is not None else "?"
-        mode = "attached" if self.cdp_endpoint else "headless" if self.headless else "headed"
-        self.description = f"chromium {version} {mode} ({where})"
-        if self._browser is not None:
-            browser = self._browser
-            browser.on("disconnected", lambda _b: self._on_disconnected(browser))
-        context = self.context
+    async def _open(self) -> None:
+        context, owned = await new_context(self.link, self.options)
+        self.context, self._owned, self._made_on = context, owned, self.link.generation
         for part in self.renderer.parts:
             await part.launched(context)
         pages = self.renderer.pages
         context.on("page", pages.on_page)
         existing = [pages.adopt(page) for page in context.pages]
         # A persistent profile's first window is the first tab; else (an attached browser too) a new page.
-        tab = existing[0] if existing and not self.cdp_endpoint else pages.adopt(await context.new_page())
+        first_is_tab = existing and self.link.persistent is not None
+        tab = existing[0] if first_is_tab else pages.adopt(await context.new_page())
         pages.selected = tab.tab_id
         await pages.ready(tab)
         if self._first_url:
             await tab.page.goto(self._first_url, wait_until="load")
 
-    def _on_disconnected(self, browser: Browser) -> None:
-        if self._closing or browser is not self._browser:
+    # ----------------------------------------------------------------- the link's events (LinkListener)
+    def browser_lost(self) -> None:
+        """Every tab is reported closed (before its pending work is cancelled, so nothing is left to
+        reconcile), then the sink hears ``renderer_gone(None)``."""
+        if self.context is None:
             return
-        self.lost = True
-        log = self.renderer.log
-        if self.cdp_endpoint:
-            log(
-                f"attached browser at {self.cdp_endpoint} went away: pending work retired; this host does not "
-                "start it, and reattaches when it answers there again (each request tries)"
-            )
-        else:
-            log("browser exited: pending work retired; relaunching it (the next request waits for it)")
+        self.context = None
         self.renderer.pages.forget_all()
         self.renderer.tell_gone(None)
-        # Start at once so the next request finds a browser; if this fails, the next request tries again.
-        self.renderer.spawn(self._relaunch(eager=True))
 
-    async def _relaunch(self, *, eager: bool = False) -> JsonObject | None:
-        """After a browser exit: launch Chromium again (None), or a BROWSER_UNAVAILABLE result. A request
-        arriving within :data:`RELAUNCH_BACKOFF_S` of a failed attempt is answered at once, not made to
-        wait for another launch that would fail the same way; later requests try again."""
-        loop = asyncio.get_running_loop()
-        log = self.renderer.log
-        async with self._relaunch_lock:
-            if not self.lost:
-                return None
-            failed = self._relaunch_failed
-            if not eager and failed is not None and loop.time() - failed[0] < RELAUNCH_BACKOFF_S:
-                return self._unavailable(failed[1])
-            old = self._browser
-            try:
-                if old is not None:
-                    with contextlib.suppress(Exception):
-                        await old.close()
-                try:
-                    await self._launch()
-                except PlaywrightError as exc:
-                    if "closed" not in str(exc).lower():
-                        raise
-                    # The Playwright driver went with the browser: start a new one, once.
-                    with contextlib.suppress(Exception):
-                        if self._pw is not None:
-                            await self._pw.stop()
-                    self._pw = await async_playwright().start()
-                    await self._launch()
-            except Exception as exc:
-                why = f"{type(exc).__name__}: {short(exc, 200)}"
-                self._relaunch_failed = (loop.time(), why)
-                log(f"browser {'reattach' if self.cdp_endpoint else 'relaunch'} failed: {why}")
-                return self._unavailable(why)
-            self.lost = False
-            self._relaunch_failed = None
-            log(
-                f"browser {'reattached' if self.cdp_endpoint else 'relaunched'}: {self.description}; "
-                f"new tabs {', '.join(self.renderer.pages.ids())}, refs invalidated"
-            )
+    def browser_back(self) -> None:
+        """Make the context again at once, so the next call finds its tabs."""
+        if self._started and not self._closing:
+            self._reopen()
+
+    def _reopen(self) -> asyncio.Future[JsonObject | None]:
+        if self._reopening is None or self._reopening.done():
+            self._reopening = asyncio.ensure_future(self._make_again())
+            self._reopening.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return self._reopening
+
+    async def _make_again(self) -> JsonObject | None:
+        if self.context is not None and self._made_on == self.link.generation:
             return None
-
-    def _unavailable(self, why: str) -> JsonObject:
-        if self.cdp_endpoint:  # not ours to start: the user's browser must come back at its endpoint
-            message = (
-                f"the attached browser at {self.cdp_endpoint} is gone and could not be reattached ({why}); "
-                "nothing was run; this host does not start it: the host reattaches once it answers there again"
+        try:
+            await self._open()
+        except Exception as exc:
+            self.context = None
+            why = self.link.why(exc)
+            self.renderer.log(f"browser context could not be made again: {why}")
+            return fail(
+                "BROWSER_UNAVAILABLE",
+                f"the browser came back but this client's browser context could not be made again ({why}); "
+                "nothing was run; the next call tries again",
+                mayHaveCompleted=False,
             )
-        else:
-            message = f"the browser exited and could not be relaunched ({why}); nothing was run"
-        return fail("BROWSER_UNAVAILABLE", message, mayHaveCompleted=False)
+        self.renderer.log(
+            f"browser context made again: new tabs {', '.join(self.renderer.pages.ids())}, refs invalidated"
+        )
+        return None
 
     def available(self) -> Awaitable[JsonObject | None] | None:
-        """See ``Renderer.available``: None while the browser is up; after it exited, the relaunch (or
-        reattach) — the one already under way, or a new attempt, or at once the last failure's answer
-        within :data:`RELAUNCH_BACKOFF_S` of it."""
-        return self._relaunch() if self.lost else None
+        """See ``Renderer.available``: None while the browser and this context are there; else what brings
+        them back (the link's relaunch or reconnect, then this context made again)."""
+        if self.link.lost:
+            return self._after_link(self.link.available())
+        if self._started and (self.context is None or self._made_on != self.link.generation):
+            return asyncio.shield(self._reopen())
+        return None
+
+    async def _after_link(self, coming: Awaitable[JsonObject | None] | None) -> JsonObject | None:
+        if coming is not None:
+            refused = await coming
+            if refused is not None:
+                return refused
+        if self.context is None or self._made_on != self.link.generation:
+            return await asyncio.shield(self._reopen())
+        return None
 
     async def close(self) -> None:
-        """Close the browser this host launched; an attached one (``cdp_endpoint``) is only disconnected:
-        it keeps running with its tabs."""
+        """Close this context (when it is this renderer's: not a persistent profile's, not an attached
+        browser's default one), then the link when this renderer owns it. Never raises."""
         self._closing = True
-        if not self.cdp_endpoint:
+        self.link.forget(self)
+        if self._reopening is not None and not self._reopening.done():
+            self._reopening.cancel()
+        context, self.context = self.context, None
+        if context is not None and self._owned:
             with contextlib.suppress(Exception):
-                if self._browser is not None:
-                    await self._browser.close()
-                elif self.context is not None:
-                    await self.context.close()
-        with contextlib.suppress(Exception):
-            if self._pw is not None:
-                await self._pw.stop()
+                await asyncio.wait_for(context.close(), 10.0)
+        if self.own_link:
+            await self.link.close()

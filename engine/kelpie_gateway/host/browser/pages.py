@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -38,16 +39,26 @@ READY_PATIENCE_S = 5.0
 
 
 class Pages:
-    """The renderer's tabs, by id and by page; see the module docstring."""
+    """The renderer's tabs, by id and by page; see the module docstring.
 
-    def __init__(self, renderer: Owner, *, max_popups: int = DEFAULT_MAX_POPUPS) -> None:
+    ``ids``: where tab numbers come from — one counter per host, shared by every context's renderer, so a
+    tab id is never reused and names one tab of one context (``--isolation per-client``: another client's
+    tab id is ``TAB_NOT_FOUND`` here). ``unknown_hint``: said after ``no tab …`` for an id this renderer
+    never had (a fresh context says why the client's old tabs are gone).
+    ``max_popups``: ``--max-popups`` (:meth:`_adopt_born`)."""
+
+    def __init__(
+        self, renderer: Owner, ids: Iterator[int] | None = None, *, max_popups: int = DEFAULT_MAX_POPUPS
+    ) -> None:
         self.renderer = renderer
         self.max_popups = max_popups
         self._popup_of: dict[int, Tab] = {}  # a new page (id) -> the tab whose page opened it
         self._opener_of: dict[str, str] = {}  # an open popup's tab id -> its opener's tab id
         self._tabs: dict[str, Tab] = {}
         self._by_page: dict[int, Tab] = {}
-        self._next_id = 1
+        self._ids = ids if ids is not None else itertools.count(1)
+        self._issued: set[str] = set()
+        self.unknown_hint = ""
         self.selected: str | None = None
         # Pages born while the host makes one (new_page): claimed by their maker, the rest adopted after.
         self._making = 0
@@ -82,7 +93,8 @@ class Pages:
         """The tab ``tab_id`` names; raises :class:`Refused` ``TAB_NOT_FOUND`` (``mayHaveCompleted:false``)."""
         tab = self._tabs.get(tab_id) if isinstance(tab_id, str) else None
         if tab is None:
-            raise Refused(fail("TAB_NOT_FOUND", f"no tab {shown_tab(tab_id)}", mayHaveCompleted=False))
+            hint = self.unknown_hint if isinstance(tab_id, str) and tab_id not in self._issued else ""
+            raise Refused(fail("TAB_NOT_FOUND", f"no tab {shown_tab(tab_id)}{hint}", mayHaveCompleted=False))
         return tab
 
     def live(self, tab_id: Any) -> Tab:
@@ -119,8 +131,8 @@ class Pages:
         existing = self._by_page.get(id(page))
         if existing is not None:
             return existing
-        tab = Tab(f"t{self._next_id}", page)
-        self._next_id += 1
+        tab = Tab(f"t{next(self._ids)}", page)
+        self._issued.add(tab.tab_id)
         self._tabs[tab.tab_id] = tab
         self._by_page[id(page)] = tab
         self._listen(tab)
