@@ -322,8 +322,10 @@ def test_a_page_handler_that_finishes_within_the_grace_runs_to_completion(host: 
 def test_a_click_that_opens_200_popups_keeps_its_tab_and_at_most_20_popups(host: Host) -> None:
     """Issue 27: a click opening 200 windows kept the browser making tabs until the click timed out and the
     host closed the agent's tab. At most --max-popups (20) of one tab's popups stay open; the rest are closed
-    as they open and counted on the opener (tabs.list popupsClosed), with one log line."""
-    tab, refs = open_page(host, "popups.html?n=200")
+    as they open and counted on the opener (tabs.list popupsClosed), with one log line. 40 windows, not the
+    issue's 200: since contexts carry the policy proxy (s31 merge) Chromium opened only ~47 of 200 from one
+    click within a minute (docs/host.md "Liveness", an open question), which the cap is not about."""
+    tab, refs = open_page(host, "popups.html?n=40")
     before = {t["tabId"] for t in host.call("tabs.list")["result"]["tabs"]}
     env = host.call("tab.click", {"tabId": tab, "ref": refs["Open many windows"]})
     assert env["success"] or env["mayHaveCompleted"] is True, env
@@ -334,13 +336,13 @@ def test_a_click_that_opens_200_popups_keeps_its_tab_and_at_most_20_popups(host:
             return False
         mine = next((t for t in env["result"]["tabs"] if t["tabId"] == tab), None)
         assert mine is not None, env  # the agent's tab is never closed
-        return mine.get("popupsClosed", 0) + len({t["tabId"] for t in env["result"]["tabs"]} - before) >= 200
+        return mine.get("popupsClosed", 0) + len({t["tabId"] for t in env["result"]["tabs"]} - before) >= 40
 
     until(counted, 60, poll_s=0.5)
     tabs = host.call("tabs.list")["result"]["tabs"]
     popups = [t["tabId"] for t in tabs if t["tabId"] not in before]
     mine = next(t for t in tabs if t["tabId"] == tab)
-    assert len(popups) == 20 and mine["popupsClosed"] == 180, (len(popups), mine)
+    assert len(popups) == 20 and mine["popupsClosed"] == 20, (len(popups), mine)
     assert host.process.wait_for_line(f"tab {tab} opened more than 20 popups (--max-popups)", 5)
     snap = host.call("tab.snapshot", {"tabId": tab})
     assert snap["success"] and "Opened: " in snap["result"]["text"], snap
