@@ -3,7 +3,7 @@
 
 Usage::
 
-    .venv/bin/python tools/bench_latency.py --base DIR [--rounds 30]
+    .venv/bin/python tools/bench_latency.py --base DIR [--rounds 30] [--page form|busy]
     .venv/bin/python tools/bench_latency.py --policy [--rounds 30]
 
 ``DIR`` holds the previous build's ``engine/`` (e.g. ``git archive main engine | tar -x -C DIR``); this
@@ -17,6 +17,10 @@ measured in the same run mean anything.
 
 ``--policy`` compares this build with itself instead: ``base`` with the default site policy (no proxy),
 ``new`` with a restrictive one (:data:`POLICY`: every request of the browser through the policy's proxy).
+
+``--page busy`` (issue 33) gives the page what the read-only lane captures on every navigation: 20 images,
+a fetch and 20 console messages (the form's controls unchanged), so the capture's cost shows in
+``navigate`` and the snapshots.
 """
 
 from __future__ import annotations
@@ -66,8 +70,16 @@ PAGE = """<!doctype html>
   <button type="reset">Clear</button>
 </form>
 <p><a href="#help">Help</a> · <a href="#terms">Terms</a></p>
+<!--extra-->
 </body></html>
 """
+BUSY = "".join(f'<img src="pixel.png?i={i}" width="1" height="1" alt="">' for i in range(20)) + (
+    "<script>for (let i = 0; i < 20; i++) console.log('line', i); fetch('pixel.png?fetch=1');</script>"
+)
+PIXEL = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000b49444154789c6360000200000500017a"
+    "5eab3f0000000049454e44ae426082"
+)
 
 
 def _tree_cpu_ms(root: int) -> float:
@@ -211,11 +223,14 @@ def main() -> int:
     )
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--page", choices=["form", "busy"], default="form")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         site = Path(folder)
+        page = PAGE.replace("<!--extra-->", BUSY if args.page == "busy" else "")
         for name in ("index.html", "small.html"):
-            (site / name).write_text(PAGE, encoding="utf-8")
+            (site / name).write_text(page, encoding="utf-8")
+        (site / "pixel.png").write_bytes(PIXEL)
         serves: list[Serve] = []
         try:
             base = ROOT / "engine" if args.policy else args.base / "engine"

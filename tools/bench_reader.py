@@ -6,6 +6,7 @@ Usage::
     .venv/bin/python tools/bench_reader.py speed    [--base REV] [--items 10000 100000] [--rounds 5] [--firsts 3]
     .venv/bin/python tools/bench_reader.py calls    [--base REV] [--items 10000]
     .venv/bin/python tools/bench_reader.py host     [--items 10000 100000] [--rounds 5] [--via-abi]
+    .venv/bin/python tools/bench_reader.py frames   [--rounds 15] [--via-abi]
     .venv/bin/python tools/bench_reader.py coverage [--base REV] [--corpus DIR]
     .venv/bin/python tools/bench_reader.py golden   [--write | --base REV] [--only ENTRY …] [--corpus DIR]
 
@@ -32,6 +33,12 @@ the same browser), so machine load hits both alike (2 shared cores: the ratios c
   same reader makes the same calls).
 * ``host``: the same pages through a real ``kelpie-gateway serve`` (HTTP, Python API or ``--via-abi``):
   the wall time of whole ``tab.snapshot`` calls, first and repeated, and whether the end button is listed.
+* ``frames``: issue 30's figure, through a real ``kelpie-gateway serve`` (HTTP): ``tab.snapshot`` of a
+  page holding 5 cross-origin frames (each from an origin of its own, 127.0.0.2–.6: 5 out-of-process
+  frames, each read in its own world and composed), of the same page with 5 same-origin frames (read in
+  their own worlds, in the page's process), and of the same content inlined in one document; the three
+  tabs are read in turn, round after round, so load hits them alike. Prints the first snapshot of each and
+  the median/min/max of the repeated ones, and the ratios against the inlined page.
 * ``coverage``: for every corpus entry page (``pages.txt``): the controls (listed elements that are not
   headings or images) of the previous reader's one snapshot, of the new reader's first page, and of
   the new reader's first page plus every continuation page; prints per page and in total how many of
@@ -57,7 +64,7 @@ import threading
 import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "engine"))
@@ -298,9 +305,26 @@ def calls(args: argparse.Namespace, browser: Any) -> None:
         server.shutdown()
 
 
+def host_caller(process: Any, token: str, timeout: float) -> Any:
+    """``call(method, params) -> (wall ms, envelope)``: one request to the host's HTTP API."""
+    import urllib.request
+
+    def call(method: str, params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        body = json.dumps({"version": 1, "id": 1, "method": method, "params": params}).encode()
+        request = urllib.request.Request(
+            process.url + "/v1/browser-control", data=body, method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        )
+        t = time.perf_counter()
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            envelope = json.loads(response.read())
+        return (time.perf_counter() - t) * 1000, envelope
+
+    return call
+
+
 def host(args: argparse.Namespace) -> None:
     """One full tab.snapshot through the reference host's HTTP API (Python engine, real Chromium)."""
-    import urllib.request
 
     from kelpie_gateway.host.launch import HostProcess
 
@@ -313,17 +337,7 @@ def host(args: argparse.Namespace) -> None:
         with HostProcess(extra) as process:
             token = process.pair("bench-reader")
             site_url = (process.wait_for_line("site ") or "").rsplit(" at ", 1)[1].rstrip("/")
-
-            def call(method: str, params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-                body = json.dumps({"version": 1, "id": 1, "method": method, "params": params}).encode()
-                request = urllib.request.Request(
-                    process.url + "/v1/browser-control", data=body, method="POST",
-                    headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-                )
-                t = time.perf_counter()
-                with urllib.request.urlopen(request, timeout=600) as response:
-                    envelope = json.loads(response.read())
-                return (time.perf_counter() - t) * 1000, envelope
+            call = host_caller(process, token, 600)
 
             print(f"tab.snapshot through the host (HTTP, {'C library' if args.via_abi else 'Python API'}), "
                   f"reader of this tree; wall time of the HTTP call")
@@ -359,6 +373,93 @@ def host(args: argparse.Namespace) -> None:
                 print(f"{items:7} items: first snapshot {first:.1f} ms; median of {len(runs)} "
                       f"{statistics.median(runs):.1f} ms (min {min(runs):.1f}, max {max(runs):.1f})", flush=True)
                 call("tabs.close", {"tabId": tab})
+
+
+FRAME_BODY = (
+    "<h2>Section {n}</h2><p>" + "Some words of section {n}. " * 20 + "</p>"
+    + "".join(f'<a href="#s{{n}}l{i}">Link {{n}}.{i}</a> ' for i in range(8))
+    + '<form><label>Name {n} <input></label><label><input type="checkbox"> Option {n}</label>'
+    + "<select><option>One</option><option>Two</option></select><button>Send {n}</button></form>"
+)
+
+
+def frames(args: argparse.Namespace) -> None:
+    """Snapshots of one page's content in 5 cross-origin frames, in 5 same-origin frames, and inlined."""
+    import http.server
+
+    from kelpie_gateway.host.launch import HostProcess
+
+    class Pages(http.server.BaseHTTPRequestHandler):
+        origins: ClassVar[list[str]] = []
+
+        def log_message(self, *a: Any) -> None:
+            return None
+
+        def do_GET(self) -> None:
+            path, _, query = self.path.partition("?")
+            n = int(query.split("=")[1]) if query.startswith("n=") else 0
+            head = "<!doctype html><title>bench</title><h1>Frames bench</h1><p>" + "Top words. " * 30 + "</p>"
+            if path == "/part.html":
+                body = "<!doctype html>" + FRAME_BODY.format(n=n)
+            elif path == "/inlined.html":
+                body = head + "".join(f"<div>{FRAME_BODY.format(n=i)}</div>" for i in range(5))
+            elif path in ("/cross.html", "/same.html"):
+                where = (lambda i: self.origins[i + 1]) if path == "/cross.html" else (lambda i: "")
+                body = head + "".join(
+                    f'<iframe title="Part {i}" style="width:600px;height:400px" src="{where(i)}/part.html?n={i}"></iframe>'
+                    for i in range(5)
+                )
+            else:
+                body = "<!doctype html><p>none</p>"
+            data = body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    servers = [ThreadingHTTPServer((f"127.0.0.{i}", 0), Pages) for i in range(1, 7)]
+    Pages.origins = [f"http://127.0.0.{i + 1}:{srv.server_address[1]}" for i, srv in enumerate(servers)]
+    for srv in servers:
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+    extra = ["--approve-pairing", "auto"] + (["--via-abi"] if args.via_abi else [])
+    try:
+        with HostProcess(extra) as process:
+            token = process.pair("bench-frames")
+            call = host_caller(process, token, 120)
+
+            kinds = {"inlined": "/inlined.html", "5 same-origin frames": "/same.html",
+                     "5 cross-origin frames": "/cross.html"}
+            tabs, firsts, times = {}, {}, {kind: [] for kind in kinds}
+            for kind, path in kinds.items():
+                _, opened = call("tabs.open", {"url": Pages.origins[0] + path})
+                assert opened["success"], opened
+                tabs[kind] = opened["result"]["tabId"]
+                time.sleep(1.0)  # the frames load after the page's own load
+                ms, env = call("tab.snapshot", {"tabId": tabs[kind]})
+                assert env["success"], env
+                firsts[kind] = ms
+                result = env["result"]
+                framed = sum(1 for e in result["elements"] if e.get("frame"))
+                print(f"{kind:22}: {len(result['text'])} chars, {len(result['elements'])} elements "
+                      f"({framed} in frames), first snapshot {ms:.1f} ms", flush=True)
+            for _ in range(args.rounds):
+                for kind in kinds:
+                    ms, env = call("tab.snapshot", {"tabId": tabs[kind]})
+                    assert env["success"], env
+                    times[kind].append(ms)
+            base = statistics.median(times["inlined"])
+            print(f"tab.snapshot through the host (HTTP, {'C library' if args.via_abi else 'Python API'}), "
+                  f"{args.rounds} rounds, the three tabs in turn:")
+            for kind, runs in times.items():
+                med = statistics.median(runs)
+                print(f"  {kind:22} median {med:7.1f} ms (min {min(runs):.1f}, max {max(runs):.1f})  "
+                      f"÷ inlined {med / base:5.2f}   first {firsts[kind]:.1f} ms "
+                      f"(÷ inlined first {firsts[kind] / firsts['inlined']:.2f})")
+    finally:
+        for srv in servers:
+            srv.shutdown()
+            srv.server_close()
 
 
 REACH = """(keys) => {
@@ -506,7 +607,7 @@ def print_difference(base: str, working: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["speed", "calls", "coverage", "golden", "host"])
+    ap.add_argument("what", choices=["speed", "calls", "coverage", "golden", "host", "frames"])
     ap.add_argument("--via-abi", action="store_true", help="host: the host drives the engine through the C library")
     ap.add_argument("--write", action="store_true", help="golden: record the working reader's digests")
     ap.add_argument("--only", nargs="*", default=None, help="golden: only these corpus entries")
@@ -523,6 +624,9 @@ def main() -> None:
         ).stdout.strip()
     if args.what == "host":
         host(args)
+        return
+    if args.what == "frames":
+        frames(args)
         return
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=list(CHROMIUM_FLAGS))

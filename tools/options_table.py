@@ -43,6 +43,8 @@ END = "<!-- options-table: end -->"
 
 CONFIG_KEYS: dict[str, str] = {
     "--read-only": "`allowActions: false`",
+    "--observer": "`observer: true` (implies `allowActions: false`)",
+    "--tools": "`mcpTools`",
     "--browser": "`none` → `browserAvailable: false`",
     "--extensions-include": "`extensionFilter.include`",
     "--extensions-exclude": "`extensionFilter.exclude`",

@@ -19,18 +19,33 @@ from .mcp import PROTOCOL_VERSIONS as MCP_PROTOCOL_VERSIONS
 from .mcp import http_refusal as mcp_http_refusal
 from .mcp import rpc_error as jsonrpc_error
 from .reader import (
+    FRAME_TAG_FUNCTION,
+    FRAME_WANTS,
     WORLD_NAME,
     bundle_missing,
     bundle_slot,
+    bundles_status,
+    click_script,
+    element_box_script,
+    element_node_script,
+    element_script,
     fill_script,
     find_text_script,
     focus_script,
+    frame_compose_script,
+    frame_part_script,
     kept_script,
+    links_script,
     new_document_script,
     pointer_aim_script,
+    pointer_frame_script,
     pointer_report_script,
     preload_script,
+    script_parameters,
     scroll_script,
+    storage_script,
+    upload_files_script,
+    upload_target_script,
 )
 from .schema import NATIVE_ENDPOINTS
 from .urls import (
@@ -40,12 +55,16 @@ from .urls import (
     redact_url,
     redact_urls_in,
 )
-from .version import __version__
+from .version import CONTRACT_REVISION, CONTRACT_REVISION_COMPLETE, __version__
 from .version import __version__ as VERSION
 
 __all__ = [
+    "CONTRACT_REVISION",
+    "CONTRACT_REVISION_COMPLETE",
     "CREDENTIAL_PARAMETERS",
     "CREDENTIAL_SUFFIXES",
+    "FRAME_TAG_FUNCTION",
+    "FRAME_WANTS",
     "MCP_PROTOCOL_VERSIONS",
     "MCP_STATELESS_VERSIONS",
     "NATIVE_ENDPOINTS",
@@ -59,22 +78,35 @@ __all__ = [
     "__version__",
     "bundle_missing",
     "bundle_slot",
+    "bundles_status",
+    "click_script",
     "dumps",
+    "element_box_script",
+    "element_node_script",
+    "element_script",
     "fill_script",
     "find_text_script",
     "focus_script",
+    "frame_compose_script",
+    "frame_part_script",
     "is_credential_parameter",
     "jsonrpc_error",
     "kept_script",
+    "links_script",
     "loads",
     "mcp_http_refusal",
     "new_document_script",
     "pointer_aim_script",
+    "pointer_frame_script",
     "pointer_report_script",
     "preload_script",
     "redact_url",
     "redact_urls_in",
+    "script_parameters",
     "scroll_script",
+    "storage_script",
+    "upload_files_script",
+    "upload_target_script",
 ]
 """``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
 gets every core method advertised). ``dumps(value) -> bytes``: compact UTF-8 JSON, lone surrogates
@@ -87,13 +119,18 @@ pairing body), a repeated name is refused there too instead of the last one winn
 ``MCP_PROTOCOL_VERSIONS``: the MCP handshake revisions ``begin_mcp`` speaks, oldest first (CONTRACT.md §7),
 e.g. for a host's ``MCP-Protocol-Version`` header check. ``MCP_STATELESS_VERSIONS``: the stateless revisions
 (``2026-07-28``) it speaks besides, decided per request by ``params._meta`` (docs/mcp.md).
-``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script`` and ``WORLD_NAME``: generated
-reader scripts for a host's own extensions — the first three act on the captured node the gateway hands a
-ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the ``WORLD_NAME`` world.
+``focus_script``, ``fill_script``, ``scroll_script``, ``find_text_script``, ``click_script``,
+``upload_target_script``, ``upload_files_script``, ``element_box_script`` and ``WORLD_NAME``: generated
+reader scripts for a host's own extensions — all but ``find_text_script`` act on the captured node the
+gateway hands a ref-bearing extension in ``kelpieCaptured`` (``key``, ``handles``); run them in the
+``WORLD_NAME`` world.
 ``pointer_aim_script`` / ``pointer_report_script``: the same for native input (trusted CDP pointer and key
 events a host sends itself): before any event, one run checks the captured node (live, enabled, in view,
 a non-empty box that is not moving, and the hit test at the point) and answers the point in top-level
 viewport CSS pixels; the report says where the watched events landed (docs/host.md "Native input").
+``links_script``, ``element_script``, ``element_node_script`` and ``storage_script``: the read-only lane's
+reader scripts (the links of a tab; one captured element's facts, or the element itself for a host that needs
+its DOM node; storage keys and value sizes, never values), docs/host.md "The read-only lane".
 ``preload_script()``: optional, for a host that wants a new document's first reader call to find its
 bundle already compiled: run it in the document's ``WORLD_NAME`` world ahead of time (CONTRACT.md §9; every
 script also installs its own bundle when the world lacks it, so skipping it changes only speed).
@@ -104,6 +141,11 @@ world of every new top-level document as it is created (CDP ``Page.addScriptToEv
 generated script for a world that already holds its bundle — the same function run with the same parameters,
 without shipping the bundle again; where the world does not hold it, nothing runs and ``bundle_missing`` is
 true of its value, and the host evaluates the whole script instead (docs/reader.md "Loading the bundles").
+``FRAME_TAG_FUNCTION``, ``FRAME_WANTS``, ``frame_part_script``, ``frame_compose_script`` and
+``script_parameters(script) -> (bundle, params) | None``: for a host that reads every frame in its own world
+(CONTRACT.md §9 v1.2 "Frames"; docs/reader.md "Frames", docs/host.md "Frames"): tag a document's frames in
+its world, read the frames a snapshot wants as parts, give the outcomes back, and route a script to the
+world its handle's registry lives in.
 ``mcp_http_refusal(body, headers)``: the HTTP-only MCP rules (``MCP-Protocol-Version``, ``Mcp-Method`` and
 ``Mcp-Name`` agree with the body, CONTRACT.md §7 v1.1) a host serving ``/mcp`` checks before ``begin_mcp``:
 ``None``, or ``{"httpStatus", "response"}`` to send instead.

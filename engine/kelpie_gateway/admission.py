@@ -9,7 +9,8 @@ coordinator turns it into the ``complete`` step. Nothing here changes a lane, a 
   and direct targeting (TAB_REQUIRED). Returns the lane, whether it mutates, the extension and the target
   tab.
 * :meth:`Admission.check` — the refs a request carries (the ref store's codes), a tab known to be closed
-  (TAB_NOT_FOUND), a snapshot's ``scope`` and ``cursor``, and RECONCILE_REQUIRED. Run at ``begin`` and
+  (TAB_NOT_FOUND), a snapshot's ``scope`` and ``cursor`` (an observer's: INVALID_PARAMS, it has neither),
+  and RECONCILE_REQUIRED. Run at ``begin`` and
   again before the main dispatch and before a tab switch: an ``authorize`` step or an inspection may have
   let the tab change meanwhile.
 * :meth:`Admission.switch` — whether selected targeting may switch tabs for a transaction (TAB_NOT_SELECTED,
@@ -96,7 +97,9 @@ class Admission:
                         "TAB_PINNED", f"this session is pinned to tab {pin!r}; {_tab(tab_id)} is refused"
                     )
             if tab_id is None and self._config.targeting == "direct":
-                raise Refusal("TAB_REQUIRED", f"{name} needs params.tabId (direct targeting)")
+                raise Refusal(
+                    "TAB_REQUIRED", f"{name} needs params.tabId (direct targeting): get one from tabs.list"
+                )
         return lane, mutates, ext, tab_id, mutates or ext is not None or name in _GUARDED
 
     def _refusal_message(self, code: str, name: str) -> str:
@@ -117,6 +120,8 @@ class Admission:
         if txn.ext is not None:
             self.handles(txn, tab_id)
         if txn.method == "tab.snapshot":  # scope and cursor are refused before anything runs (§9 v1.1)
+            if self._config.observer:
+                self.refuse_anchor(params)
             if params.get("cursor") is not None or params.get("scope") is not None:
                 self.refuse_closed(tab_id)
             natives.snapshot_anchor(params, tab_id or "", self._ctx)
@@ -145,6 +150,18 @@ class Admission:
                 "TAB_NOT_SELECTED", f"tab {_tab(wanted)} is not selected and this host cannot switch tabs"
             )
         self.check(txn, wanted)
+
+    @staticmethod
+    def refuse_anchor(params: JsonObject) -> None:
+        """An observer (config ``observer: true``, §9 v1.2) issues no refs and offers no cursor: a snapshot
+        naming a ``scope`` or a ``cursor`` is refused INVALID_PARAMS before anything runs."""
+        for name in ("scope", "cursor"):
+            if params.get(name) is not None:
+                raise Refusal(
+                    "INVALID_PARAMS",
+                    f"/params/{name}: this gateway is an observer (one-shot reads without refs or cursors, "
+                    "CONTRACT.md §9 v1.2): read the whole tab without it",
+                )
 
     def refuse_closed(self, tab: str | None) -> None:
         """A ref or cursor of a tab known to be closed is refused TAB_NOT_FOUND (what the renderer answers

@@ -115,12 +115,16 @@ def record(envelope: JsonObject, facts: Facts, elapsed_ms: float) -> JsonObject:
 def early(envelope: JsonObject, method: str | None, request: Any, normalized: Any = RAW) -> JsonObject:
     """The record of a transaction refused (or answered) before it took a lane (0 ms). ``method``: the name
     to record, else (None or empty) the one ``request`` (the request of the begin in progress, if any)
-    named when it is a canonical method; the tab and the extension name the request named; its params as a
+    named when it is a canonical method; the tab (``params.tabId``, for ``extension.call``
+    ``params.arguments.tabId``) and the extension name the request named; its params as a
     digest — ``normalized`` (defaults filled in) once validated, else the request's own (:data:`RAW`)."""
     raw = request.get("params") if isinstance(request, dict) else None
     if not method:  # None, or an empty name from a frontend: the request's own, if canonical
         named = request.get("method") if isinstance(request, dict) else None
         method = named if isinstance(named, str) and named in METHODS else None
     tab = raw.get("tabId") if isinstance(raw, dict) else None
+    if tab is None and method == "extension.call" and isinstance(raw, dict):
+        arguments = raw.get("arguments")  # an extension's target tab is arguments.tabId
+        tab = arguments.get("tabId") if isinstance(arguments, dict) else None
     params = raw if normalized is RAW else normalized
     return record(envelope, Early(method, tab if isinstance(tab, str) else None, {"params": params}), 0.0)

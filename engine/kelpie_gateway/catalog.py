@@ -104,6 +104,7 @@ class Catalog:
                 "browserAvailable": cfg.browser_available,
                 "requireAuthorization": cfg.require_authorization,
                 "pinnedTab": cfg.pinned_tab,
+                "observer": cfg.observer,
                 "limits": self.limits(),
             }
         copied: JsonObject = jsonio.clone(self._capabilities)

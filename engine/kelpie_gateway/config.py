@@ -70,8 +70,10 @@ def config_json_schema() -> JsonObject:
             "allowActions": {"type": "boolean"},
             "requireAuthorization": {"type": "boolean"},
             "realm": {"enum": ["isolated", "page"]},
+            "mcpTools": {"enum": ["compact", "full"]},
             "pinnedTab": {"type": ["string", "null"], "minLength": 1, "maxLength": 256},
             "retirementGraceMs": {"type": "integer", "minimum": 0, "maximum": RETIREMENT_GRACE_MAX_MS},
+            "observer": {"type": "boolean"},
             "extensions": {
                 "type": "array",
                 "maxItems": MAX_LIST,
@@ -195,6 +197,12 @@ class Config:
     retirement_grace_ms: int
     include: tuple[str, ...] | None
     exclude: tuple[str, ...]
+    observer: bool = False
+    """``observer: true`` (CONTRACT.md §2, §9 v1.2): a one-shot observer session. ``allow_actions`` is then
+    False whatever the config said; ``tab.snapshot`` reads without a registry and issues no refs."""
+    mcp_tools: str = "compact"
+    """``mcpTools``: ``compact`` (the four tools, default) or ``full`` (also one MCP tool per admitted
+    method and extension, issue 34; docs/mcp.md "The full catalogue")."""
 
     def filter_admits(self, name: str) -> bool:
         """``extensionFilter``: exclude wins; no include list admits every name (fnmatch globs)."""
@@ -230,7 +238,9 @@ def _check_refs(validator: Any, schema: Any) -> None:
     validator.is_valid({})
 
 
-_FLAGS: Final = frozenset({"browserAvailable", "fixedReader", "allowActions", "requireAuthorization"})
+_FLAGS: Final = frozenset(
+    {"browserAvailable", "fixedReader", "allowActions", "requireAuthorization", "observer"}
+)
 _KEBAB_SEARCH: Final = _KEBAB_RE.search  # what JSON Schema's "pattern" does: re.search
 
 
@@ -266,6 +276,9 @@ def plainly_valid(data: dict[str, Any]) -> bool:
                 return False
         elif key == "realm":
             if value not in ("isolated", "page") or type(value) is not str:
+                return False
+        elif key == "mcpTools":
+            if value not in ("compact", "full") or type(value) is not str:
                 return False
         elif key == "pinnedTab":
             if value is not None and (type(value) is not str or not 1 <= len(value) <= 256):
@@ -380,12 +393,13 @@ def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
         )
     flt = data.get("extensionFilter", {})
     include = flt.get("include")
+    observer = data.get("observer", False)
     return Config(
         native_methods=frozenset(native),
         targeting=data.get("targeting", "direct"),
         browser_available=data.get("browserAvailable", True),
         fixed_reader=data.get("fixedReader", False),
-        allow_actions=data.get("allowActions", True),
+        allow_actions=data.get("allowActions", True) and not observer,
         require_authorization=data.get("requireAuthorization", True),
         realm=data.get("realm", "isolated"),
         pinned_tab=data.get("pinnedTab"),
@@ -393,4 +407,6 @@ def parse_config(raw: Mapping[str, Any] | str | bytes) -> Config:
         retirement_grace_ms=data.get("retirementGraceMs", RETIREMENT_GRACE_DEFAULT_MS),
         include=None if include is None else tuple(include),
         exclude=tuple(flt.get("exclude", [])),
+        observer=observer,
+        mcp_tools=data.get("mcpTools", "compact"),
     )

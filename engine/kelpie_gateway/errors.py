@@ -37,7 +37,7 @@ ERROR_CODES: Final[dict[str, tuple[bool, str]]] = {
     ),
     "BUSY": (True, "Another transaction is active on this lane; nothing was dispatched. Try again later."),
     "NOT_AUTHORIZED": (False, "The host's policy refused the transaction at its authorize step."),
-    "TAB_REQUIRED": (False, "Direct targeting: this method needs params.tabId."),
+    "TAB_REQUIRED": (False, "Direct targeting: this method needs params.tabId; get one from tabs.list."),
     "TAB_NOT_FOUND": (False, "No such tab."),
     "TAB_STALE": (
         False,

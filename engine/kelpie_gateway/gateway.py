@@ -63,7 +63,7 @@ from .inputs import CANCEL_CODES, RESULT, TAB_CLOSED, UNDELIVERED
 from .ledger import TabLedger
 from .refs import RefStore
 from .schema import METHODS, TIMEOUT_DEFAULT_MS, ParamError, validate_request
-from .steps import PENDING, Render, copy_pending, own
+from .steps import PENDING, Answer, Render, copy_pending, own
 from .transaction import ACCEPTS, AUTHORIZE_STATES, DISPATCH_STATES, Transaction
 
 Clock = Callable[[], float]
@@ -73,7 +73,7 @@ _CANCEL_WORDS: Final = {
     "renderer-closed": "lost its renderer",
 }
 
-__all__ = ["Clock", "Entry", "Frontend", "GatewayCore", "Op", "Render"]
+__all__ = ["Answer", "Clock", "Entry", "Frontend", "GatewayCore", "Op", "Render"]
 
 
 class Frontend(Protocol):
@@ -474,6 +474,7 @@ class GatewayCore:
                 txn.mutates,
                 ext.method if ext is not None else None,
                 (self._admission.handles(txn, txn.tab_id) or None) if ext is not None else None,
+                self._config.observer,
             )
             endpoint, params = natives.BUILDERS[planned.method](planned, self._natives)
         except Refusal as exc:  # after a dispatched switch-tab the selection changed (_fail)

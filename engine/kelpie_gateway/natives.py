@@ -90,6 +90,10 @@ def snapshot_anchor(params: JsonObject, tab_id: str, ctx: Context) -> tuple[str 
 def _snapshot(p: Planned, ctx: Context) -> NativeCall:
     params = p.params
     assert p.tab_id is not None
+    if p.observer:  # no refs, so no scope or cursor (refused by admission): the one-shot read (§9 v1.2)
+        return _evaluate(
+            p, reader.observer_script(max_chars=params["maxChars"], max_elements=params["maxElements"])
+        )
     scope, position = snapshot_anchor(params, p.tab_id, ctx)
     try:
         script = reader.snapshot_script(

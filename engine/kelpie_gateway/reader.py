@@ -40,6 +40,8 @@ from typing import Any, Final
 
 __all__ = [
     "BUNDLES",
+    "FRAME_TAG_FUNCTION",
+    "FRAME_WANTS",
     "KEPT_LITERAL_LIMIT",
     "KEPT_MISSING",
     "LOADER",
@@ -52,21 +54,34 @@ __all__ = [
     "bundle",
     "bundle_missing",
     "bundle_slot",
+    "bundles_status",
     "click_script",
     "collect_browser_selector_snapshot_expression",
+    "element_box_script",
+    "element_node_script",
+    "element_script",
     "fill_script",
     "find_text_script",
     "focus_script",
+    "frame_compose_script",
+    "frame_part_script",
     "kept_script",
+    "links_script",
     "new_document_script",
+    "observer_script",
     "pointer_aim_script",
+    "pointer_frame_script",
     "pointer_report_script",
     "preload_script",
+    "script_parameters",
     "scroll_script",
     "snapshot_script",
     "source_parts",
     "sources_digest",
+    "storage_script",
     "type_script",
+    "upload_files_script",
+    "upload_target_script",
     "write_bundles",
 ]
 
@@ -91,6 +106,10 @@ BUNDLES: Final[Mapping[str, str]] = {
     "fill": "fill.js",
     "scroll": "scroll.js",
     "find-text": "find_text.js",
+    "links": "links.js",
+    "element": "element.js",
+    "storage": "storage.js",
+    "files": "files.js",
     "pointer": "pointer.js",
 }
 DIGEST_MARK: Final = "// kelpie-reader-sources-sha256: "
@@ -343,6 +362,37 @@ def _slots() -> dict[str, str]:
     return {bundle_slot(name): name for name in BUNDLES}
 
 
+def _split(script: str) -> tuple[str, str] | None:
+    """``(bundle name, parameter literal)`` of a script of this build, exactly
+    ``<loader>("<slot>", () => <bundle>)(<literal>)``; None for anything else (the literal unchecked)."""
+    if not isinstance(script, str) or not script.startswith(LOADER + '("'):
+        return None
+    start = len(LOADER) + 2
+    end = script.find('"', start)
+    name = _slots().get(script[start:end]) if end > 0 else None
+    if name is None:
+        return None
+    prefix = _loaded(name) + "("
+    if not (script.startswith(prefix) and script.endswith(")")):
+        return None
+    return name, script[len(prefix) : -1]
+
+
+def script_parameters(script: str) -> tuple[str, dict[str, Any]] | None:
+    """``(bundle name, parameters)`` of a script of this build (a key of :data:`BUNDLES` and the object the
+    script passes its bundle, e.g. ``{"key", "handle"}`` of a click), or None for any other text — another
+    build's script, a host's own, a tail that is not one JSON object. For a host that must know where a
+    script acts (docs/host.md "Frames": a handle's registry names the document it lives in). Never raises."""
+    split = _split(script)
+    if split is None:
+        return None
+    try:
+        params = json.loads(split[1])
+    except (ValueError, RecursionError):
+        return None
+    return (split[0], params) if isinstance(params, dict) else None
+
+
 def kept_script(script: str) -> tuple[str, str] | None:
     """The short form of a script of this module for a world that already holds its bundle (docs/reader.md
     "Loading the bundles"): ``(slot, expression)``, or None when `script` is not exactly
@@ -355,17 +405,10 @@ def kept_script(script: str) -> tuple[str, str] | None:
     (:func:`bundle_missing`); the caller then evaluates the whole `script`, once. None also when the
     parameters are longer than :data:`KEPT_LITERAL_LIMIT` characters (a long ``text``): checking them
     would cost more than the bundle's bytes save. Never raises."""
-    if not isinstance(script, str) or not script.startswith(LOADER + '("'):
+    split = _split(script)
+    if split is None:
         return None
-    start = len(LOADER) + 2
-    end = script.find('"', start)
-    name = _slots().get(script[start:end]) if end > 0 else None
-    if name is None:
-        return None
-    prefix = _loaded(name) + "("
-    if not (script.startswith(prefix) and script.endswith(")")):
-        return None
-    literal = script[len(prefix) : -1]
+    name, literal = split
     if len(literal) > KEPT_LITERAL_LIMIT:
         return None
     try:
@@ -375,6 +418,21 @@ def kept_script(script: str) -> tuple[str, str] | None:
     slot = bundle_slot(name)
     missing = js_literal({KEPT_MISSING: slot})
     return slot, f'((run) => run ? run({literal}) : {missing})({_KEPT}("{slot}"))'
+
+
+def bundles_status() -> tuple[int, int]:
+    """``(bundles, built)``: how many reader bundles there are, and how many of them are built under
+    ``BUILD_DIR`` from the current sources. Assembles each from its sources first, so a package whose
+    ``js/`` sources are incomplete raises (``OSError``, ``KeyError`` or ``ValueError``); ``kelpie-gateway
+    doctor`` reports it."""
+    built = 0
+    for name in BUNDLES:
+        assemble_bundle(name)
+        path = BUILD_DIR / f"{name}.js"
+        built += path.is_file() and path.read_text(encoding="utf-8").startswith(
+            DIGEST_MARK + sources_digest()
+        )
+    return len(BUNDLES), built
 
 
 def bundle_missing(value: Any, slot: str) -> bool:
@@ -416,8 +474,9 @@ def snapshot_script(
     ``{url, title, text, truncated, elements:[{handle, tag, role, label, …}], rest?}`` where the
     optional element fields are ``type`` (inputs), ``level`` (headings), ``states`` (sorted, from
     :data:`kelpie_gateway.schema.ELEMENT_STATES`), ``url`` (links, ≤ 500 UTF-16 units), ``unreadable``
-    (``"closed-shadow-root"`` | ``"cross-origin-frame"``), ``frame``/``shadow`` (true when the element
-    is inside a same-origin frame / an open shadow tree) and ``text`` (visible text of a clickable
+    (``"closed-shadow-root"`` | ``"cross-origin-frame"`` | ``"blocked-by-policy"`` | ``"unavailable"`` |
+    ``"limit"``), ``frame`` (``{origin, depth}`` inside a frame, §9 v1.2), ``shadow`` (true inside an open
+    shadow tree) and ``text`` (visible text of a clickable
     element that has no accessible name); ``rest`` (present while anything is left) is the position of
     the next page. It never contains form values, editable content or password-like text. Refusals:
     ``NODE_REPLACED`` (the scope node is gone), ``STALE_SNAPSHOT`` (the cursor's read is no longer the
@@ -441,6 +500,26 @@ def snapshot_script(
     return _script("snapshot", params)
 
 
+def observer_script(*, max_chars: int = MAX_CHARS_LIMIT, max_elements: int = MAX_ELEMENTS_LIMIT) -> str:
+    """Script for an observer's ``tab.snapshot`` (contract §9 v1.2, config ``observer: true``): the snapshot
+    bundle's reader in its one-shot mode — the same reader, rules and bounds as :func:`snapshot_script`,
+    but no registry is made or read and nothing is installed in the page (no ``pagehide``/``popstate``/
+    ``hashchange`` listener, no ``MutationObserver``, no kept read), and the read is one page.
+
+    `max_chars`: 1..12000 UTF-16 code units; `max_elements`: 1..200. Value: ``{url, title, text, truncated,
+    elements:[{tag, role, label, …}]}`` with the optional element fields of :func:`snapshot_script` and
+    **no** ``handle`` (and no ``rest``): nothing of the answer names a node. Value-free as every read.
+    Raises ValueError for out-of-range bounds."""
+    return _script(
+        "snapshot",
+        {
+            "observe": True,
+            "maxChars": _check_bound("max_chars", max_chars, MAX_CHARS_LIMIT),
+            "maxElements": _check_bound("max_elements", max_elements, MAX_ELEMENTS_LIMIT),
+        },
+    )
+
+
 def _check_position(cursor: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(cursor, Mapping) or set(cursor) != {"snapshot", "textAt", "elementAt"}:
         raise ValueError("cursor must be {snapshot, textAt, elementAt}")
@@ -453,12 +532,86 @@ def _check_position(cursor: Mapping[str, Any]) -> dict[str, Any]:
     return {"snapshot": token, "textAt": text_at, "elementAt": element_at}
 
 
+FRAME_WANTS: Final = "kelpieFrames"
+"""The one member of a snapshot's value while it waits for its frames (docs/reader.md "Frames"):
+``{"kelpieFrames": [{frame, maxChars, maxElements, cursor?}]}``, answered only in a world whose host tagged
+frames (:data:`FRAME_TAG_FUNCTION`). ``frame`` is the tag the host gave; without ``cursor`` the host reads
+that frame afresh (:func:`frame_part_script`), with it it continues the frame's own read at that position;
+then it gives the outcomes back with :func:`frame_compose_script`."""
+
+FRAME_TAG_FUNCTION: Final = (
+    "function kelpieTagFrames(depth, ids, ...owners) {"  # no "use strict": not with a rest parameter
+    ' const slot = "__kelpieFrames";'
+    " let kept = Object.getOwnPropertyDescriptor(globalThis, slot);"
+    " if (!kept) {"
+    " Object.defineProperty(globalThis, slot, { value: { depth: 0, tags: new WeakMap() },"
+    " enumerable: false, configurable: false, writable: false });"
+    " kept = Object.getOwnPropertyDescriptor(globalThis, slot); }"
+    " const frames = kept.value;"
+    " frames.depth = depth;"
+    " if (!frames.owners) frames.owners = new Map();"
+    " owners.forEach((owner, i) => { frames.tags.set(owner, ids[i]); frames.owners.set(ids[i], new WeakRef(owner)); });"
+    " return owners.length;"
+    " }"
+)
+"""For ``Runtime.callFunctionOn`` in a document's ``KelpieBrowserControl`` world (``executionContextId``),
+with arguments ``depth`` (the document's frame depth: 0 for the tab's top document), ``ids`` (one string per
+frame element: the tag, e.g. the frame's CDP id) and then the frame elements themselves (remote objects of
+that world, e.g. from ``DOM.getFrameOwner`` and ``DOM.resolveNode``). From then on the snapshot bundle reads
+those frames as *hosted* — each in its own world, by the host — instead of walking them (docs/reader.md
+"Frames"), and :func:`pointer_frame_script` finds a frame element by its tag (weakly held: a removed frame
+element is not kept alive). The tags live in a non-enumerable global of the isolated world, out of any page
+script's reach; value: the number of frames tagged."""
+
+
+def frame_part_script(
+    key: str, *, max_chars: int, max_elements: int, cursor: Mapping[str, Any] | None = None
+) -> str:
+    """Script that reads a frame's document as a *part* of a snapshot (run it in that frame's
+    ``KelpieBrowserControl`` world; docs/reader.md "Frames"): a new read of the whole document, or with
+    `cursor` (a ``cursor`` of a :data:`FRAME_WANTS` want) the page of its own read at that position. Value:
+    a snapshot page (:func:`snapshot_script`) plus ``part: {nonce, snapshot, counts, cut, origin, textAt,
+    textEnd}`` and, on each element, ``rank`` and ``key``; or :data:`FRAME_WANTS` for the frames it holds
+    itself; or a refusal (``STALE_SNAPSHOT`` for a cursor whose document changed). Raises ValueError as
+    :func:`snapshot_script` does."""
+    _check_key(key)
+    params: dict[str, Any] = {
+        "key": key,
+        "maxChars": _check_bound("max_chars", max_chars, MAX_CHARS_LIMIT),
+        "maxElements": _check_bound("max_elements", max_elements, MAX_ELEMENTS_LIMIT),
+        "part": True,
+    }
+    if cursor is not None:
+        params["cursor"] = _check_position(cursor)
+    return _script("snapshot", params)
+
+
+def frame_compose_script(key: str, outcomes: list[tuple[str, Any]], *, part: bool = False) -> str:
+    """Script that gives a document's world the outcomes for the frames its last answer wanted
+    (:data:`FRAME_WANTS`), in the order wanted: ``(tag, outcome)`` where outcome is that frame's part answer
+    (:func:`frame_part_script`), ``{"unreadable": "blocked-by-policy"|"unavailable"|"limit"}``, or a
+    refusal ``{"error": {code, message}}``. `part`: that world is itself a part (its answer then carries
+    ranks, as :func:`frame_part_script`'s). Value: the snapshot's page (what the engine's script would
+    have answered), or more wants. Raises ValueError for a malformed key or outcomes."""
+    _check_key(key)
+    if not isinstance(outcomes, list) or not all(
+        isinstance(o, tuple) and len(o) == 2 and isinstance(o[0], str) for o in outcomes
+    ):
+        raise ValueError("outcomes must be a list of (tag, outcome) pairs")
+    params: dict[str, Any] = {"key": key, "frames": [[tag, outcome] for tag, outcome in outcomes]}
+    if part:
+        params["part"] = True
+    return _script("snapshot", params)
+
+
 def click_script(key: str, handle: str) -> str:
     """Script for ``tab.click`` on the node captured as `handle` (contract §9).
 
     On an ``<option>`` of a native select the click chooses it as a user does (single select: that
     option; ``multiple``: toggles it; ``input`` then ``change`` on the select when the selection changed).
-    Value: ``{clicked:true}``, or ``{error:{code:"NODE_REPLACED", …}, mayHaveCompleted:false}`` when the
+    Value: ``{clicked:true}`` (plus ``downloadLink:true`` when the target is, or is inside, a link that
+    downloads — a ``download`` attribute, a ``blob:`` or ``data:`` URL — a hint for the host, which waits
+    for that download), or ``{error:{code:"NODE_REPLACED", …}, mayHaveCompleted:false}`` when the
     handle's node is gone (replaced, disconnected, registry cleared by navigation/history),
     ``NOT_ACTIONABLE`` with ``mayHaveCompleted:false`` for a disabled or inert target or an optgroup
     (no event fired), ``EFFECT_NOT_OBSERVED`` with ``mayHaveCompleted:true`` when the page undid an
@@ -545,6 +698,37 @@ def scroll_script(key: str | None, handle: str | None, *, direction: str = "down
     return _script("scroll", params)
 
 
+def upload_target_script(key: str, handle: str) -> str:
+    """Script for the host extension ``upload_file``, before anything happens: what the node captured as
+    `handle` is. Value: ``{kind: "file-input", multiple: bool}`` for an ``<input type=file>``, else
+    ``{kind: "other"}`` (an element whose click may open a file chooser); ``NODE_REPLACED`` for a gone node
+    and ``NOT_ACTIONABLE`` for a disabled target (as ``tab.click``), both ``mayHaveCompleted:false``.
+    Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("files", {"key": key, "handle": handle, "op": "upload-target"})
+
+
+def upload_files_script(key: str, handle: str) -> str:
+    """Script for ``upload_file``, afterwards: after one turn of the page's event loop, the names of the
+    files the captured ``<input type=file>`` holds, ``{files: [names]}`` (never contents; ``[]`` for
+    another element); ``NODE_REPLACED`` with ``mayHaveCompleted:true`` when the page removed it. Raises
+    ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("files", {"key": key, "handle": handle, "op": "upload-files"})
+
+
+def element_box_script(key: str, handle: str) -> str:
+    """Script for the host extension ``screenshot`` of an element: the captured node's border box in CSS
+    pixels of the top document (page coordinates, same-origin frames' offsets added) and the device pixel
+    ratio, ``{x, y, width, height, devicePixelRatio}``; ``NODE_REPLACED`` (``mayHaveCompleted:false``) for
+    a gone node. Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("files", {"key": key, "handle": handle, "op": "box"})
+
+
 POINTER_EVENTS: Final = frozenset(
     {
         "pointerdown",
@@ -576,6 +760,7 @@ def pointer_aim_script(
     enabled: bool = True,
     offset: Mapping[str, float] | None = None,
     watch: tuple[str, ...] = (),
+    outer: Mapping[str, Any] | None = None,
 ) -> str:
     """Script that prepares trusted input on the node captured as `handle` (the host's native-input
     extensions ``click``, ``hover``, ``drag``, ``type_keys``; docs/host.md "Native input"). Read-only but for
@@ -590,12 +775,17 @@ def pointer_aim_script(
     ``NOT_ACTIONABLE`` message names the cover's role and name or text. Value: ``{x, y, target}`` — the
     point in the top-level viewport's CSS pixels and ``"same"`` | ``"descendant"`` | ``"label"`` — and the
     trusted events of the types in `watch` (members of :data:`POINTER_EVENTS`) that reach the node's
-    window are recorded from then on (:func:`pointer_report_script`). Raises ValueError for a malformed
-    key, handle, offset or event type.
+    window are recorded from then on (:func:`pointer_report_script`). `outer`: where the world's document
+    is seen in the top-level viewport when it is a frame read in a world of its own (the ``outer`` a
+    :func:`pointer_frame_script` of its parent answered; docs/host.md "Native input in frames"): the
+    point, the visibility and the viewport size are then the top viewport's. Raises ValueError for a
+    malformed key, handle, offset, outer or event type.
     """
     _check_key(key)
     _check_handle(handle)
     params: dict[str, Any] = {"key": key, "handle": handle, "op": "aim", "enabled": bool(enabled)}
+    if outer is not None:
+        params["outer"] = _check_outer(outer)
     if offset is not None:
         if not isinstance(offset, Mapping) or set(offset) != {"x", "y"}:
             raise ValueError("offset must be {x, y}")
@@ -608,6 +798,63 @@ def pointer_aim_script(
     if any(t not in POINTER_EVENTS for t in types):
         raise ValueError(f"watch holds an event type outside {sorted(POINTER_EVENTS)}")
     params["watch"] = types
+    return _script("pointer", params)
+
+
+_FRAME_ID_RE = re.compile(r"[0-9A-Za-z._-]{1,64}")
+
+
+def _number(v: Any, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not -1e7 <= v <= 1e7:
+        raise ValueError(f"{what} must be a finite number")
+    return float(v)
+
+
+def _check_outer(outer: Mapping[str, Any]) -> dict[str, Any]:
+    """A frame document's place in the top viewport as :func:`pointer_frame_script` answers it."""
+    try:
+        clip, view = outer["clip"], outer["view"]
+        return {
+            "dx": _number(outer["dx"], "outer.dx"),
+            "dy": _number(outer["dy"], "outer.dy"),
+            "clip": {k: _number(clip[k], f"outer.clip.{k}") for k in ("left", "top", "right", "bottom")},
+            "view": {k: _number(view[k], f"outer.view.{k}") for k in ("width", "height")},
+        }
+    except (KeyError, TypeError) as exc:
+        raise ValueError(
+            "outer must be {dx, dy, clip: {left, top, right, bottom}, view: {width, height}}"
+        ) from exc
+
+
+def pointer_frame_script(
+    key: str,
+    frame: str,
+    *,
+    outer: Mapping[str, Any] | None = None,
+    scroll: bool = False,
+    point: Mapping[str, float] | None = None,
+) -> str:
+    """Script for the world of the document holding the frame element the host tagged with CDP frame id
+    `frame` (:data:`FRAME_TAG_FUNCTION`), one step of native input inside that frame (docs/host.md "Native
+    input in frames"). `outer`: where this world's document is seen in the top viewport (None: it is the
+    top document). Without `point`, the value is ``{outer: {dx, dy, clip: {left, top, right, bottom},
+    view: {width, height}}}``: where the frame's document is seen in the top viewport (its viewport's
+    offset, the visible part, the top viewport's size, CSS px), after scrolling the frame element into
+    view when `scroll` and it is not wholly visible. With `point` ``{x, y}`` (top viewport), the value is
+    ``{hit: true}`` when the pointer there lands on the frame element, else ``NOT_ACTIONABLE`` naming the
+    cover. ``NODE_REPLACED`` when the frame element is gone; every refusal ``mayHaveCompleted:false``.
+    Read-only but for that scrolling; value-free. Raises ValueError for a malformed key, frame id, outer or
+    point."""
+    _check_key(key)
+    if not isinstance(frame, str) or not _FRAME_ID_RE.fullmatch(frame):
+        raise ValueError("frame must be a CDP frame id")
+    params: dict[str, Any] = {"key": key, "op": "frame", "frame": frame, "scroll": bool(scroll)}
+    if outer is not None:
+        params["outer"] = _check_outer(outer)
+    if point is not None:
+        if not isinstance(point, Mapping) or set(point) != {"x", "y"}:
+            raise ValueError("point must be {x, y}")
+        params["point"] = {"x": _number(point["x"], "point.x"), "y": _number(point["y"], "point.y")}
     return _script("pointer", params)
 
 
@@ -635,6 +882,53 @@ def find_text_script(text: str) -> str:
     if not isinstance(text, str) or not 1 <= len(text) <= 1000:
         raise ValueError("text must be a string of 1..1000 code points")
     return _script("find-text", {"text": text})
+
+
+LINKS_PAGE_MAX: Final = 500
+LINKS_MAX: Final = 10000
+STORAGE_KEYS_MAX: Final = 1000
+
+
+def links_script(*, offset: int = 0, limit: int = 200) -> str:
+    """Script for the host extension ``links``: the links of the document(s) as ``tab.snapshot`` sees them
+    (the same walk, visibility, accessible name and resolved ``url``), in page order, from `offset`
+    (0..10000) at most `limit` (1..500) of them. Value: ``{url, title, total, truncated, links: [{text,
+    tag, url?, states?, frame?, shadow?}]}`` (``total``: every link listed, at most 10,000). Registry-free
+    and value-free. Raises ValueError for out-of-range arguments."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= LINKS_MAX:
+        raise ValueError(f"offset must be an integer in 0..{LINKS_MAX}")
+    return _script("links", {"offset": offset, "limit": _check_bound("limit", limit, LINKS_PAGE_MAX)})
+
+
+def element_script(key: str, handle: str) -> str:
+    """Script for the host extension ``element``: the facts of the node captured as `handle` (registry of
+    the gateway whose `key` it is), read without changing the registry. Value: ``{tag, role, name,
+    description?, type?, level?, states?, url?, box: {x, y, width, height} (CSS px, viewport-relative),
+    viewport: {width, height}, visible, hidden?, frame?, shadow?, attributes: [{name, value}] (at most 64,
+    values ≤ 500 UTF-16 units), truncated}``: never a ``value`` attribute, and on a text-entry control or
+    editing host no attribute whose name says value; ``NODE_REPLACED`` (``mayHaveCompleted:false``) for a
+    gone node. Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("element", {"key": key, "handle": handle})
+
+
+def element_node_script(key: str, handle: str) -> str:
+    """Script whose value is the node captured as `handle` itself (for a host that evaluates it without
+    ``returnByValue`` to learn the node's DOM identity, e.g. the accessibility read below a ref), or the
+    ``NODE_REPLACED`` refusal. Raises ValueError for a malformed key or handle."""
+    _check_key(key)
+    _check_handle(handle)
+    return _script("element", {"key": key, "handle": handle, "node": True})
+
+
+def storage_script(*, max_keys: int = STORAGE_KEYS_MAX) -> str:
+    """Script for the host extension ``storage``: the main document origin's ``localStorage`` and
+    ``sessionStorage`` keys with the size of each value (UTF-16 code units; the value itself is never
+    returned) and its IndexedDB database names. `max_keys`: 1..1000 keys per area. Value: ``{origin,
+    localStorage, sessionStorage, indexedDB}`` (docstring of ``js/storage.js``). Raises ValueError for an
+    out-of-range bound."""
+    return _script("storage", {"maxKeys": _check_bound("max_keys", max_keys, STORAGE_KEYS_MAX)})
 
 
 def collect_browser_selector_snapshot_expression(options: Mapping[str, Any] | None = None) -> str:

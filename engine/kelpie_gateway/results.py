@@ -81,9 +81,10 @@ class Planned(NamedTuple):
     """What the transaction planned: the canonical ``method`` name, its validated ``params`` (defaults
     applied), the target ``tab_id`` (None for tab-less methods), whether it ``mutates``, and for
     ``extension.call`` the descriptor's native ``endpoint`` and, for a ref-bearing extension
-    (``refArguments``), the renderer ``handles`` behind its refs (argument name → handle). Immutable; a
-    named tuple because one is made per transaction (a frozen dataclass costs a ``object.__setattr__``
-    per field)."""
+    (``refArguments``), the renderer ``handles`` behind its refs (argument name → handle); ``observer``:
+    the gateway is an observer (config ``observer: true``, §9 v1.2), so a ``tab.snapshot`` is a one-shot
+    read without refs. Immutable; a named tuple because one is made per transaction (a frozen dataclass
+    costs a ``object.__setattr__`` per field)."""
 
     method: str
     params: JsonObject
@@ -91,6 +92,7 @@ class Planned(NamedTuple):
     mutates: bool
     endpoint: str | None = None
     handles: dict[str, str] | None = None
+    observer: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,11 +230,29 @@ def _tabs_list(_p: Planned, result: JsonObject) -> Shaped:
     )
 
 
+DOWNLOAD_FIELD: Final = "download"
+"""The optional member of a native result (``browser-control-evaluate`` of a click, ``navigate``,
+``new-tab``) by which a host reports a download the action started (docs/contract-notes.md "Downloads in
+results"): an object, passed through to the canonical result (lone surrogates repaired); anything else
+there is ignored."""
+
+
+def with_download(out: JsonObject, result: JsonObject) -> JsonObject:
+    """``out`` plus the native result's ``download`` object, when it has one (:data:`DOWNLOAD_FIELD`)."""
+    download = result.get(DOWNLOAD_FIELD)
+    if type(download) is dict:
+        out[DOWNLOAD_FIELD] = jsonio.repair_surrogates(download)
+    return out
+
+
 def _tab_identity(p: Planned, result: JsonObject) -> Shaped:
-    """``tabs.select`` and ``tabs.open``: ``{tabId, generation}``."""
+    """``tabs.select`` and ``tabs.open``: ``{tabId, generation}`` (``tabs.open`` may add ``download``)."""
     tab = field(result, "tabId", str, p.method)
     generation = field(result, "generation", int, p.method)
-    return Shaped({"tabId": tab, "generation": generation}, generations=((tab, generation),))
+    out: JsonObject = {"tabId": tab, "generation": generation}
+    if p.method == "tabs.open":
+        with_download(out, result)
+    return Shaped(out, generations=((tab, generation),))
 
 
 def _tabs_close(p: Planned, _result: JsonObject) -> Shaped:
@@ -240,18 +260,14 @@ def _tabs_close(p: Planned, _result: JsonObject) -> Shaped:
 
 
 def _navigate(_p: Planned, result: JsonObject) -> Shaped:
-    """``navigate`` → ``{tabId, generation, url, download?}``: ``download: {started: true}`` when the host
-    says the navigation ended in a download instead of a document (issue 27; docs/host.md "Navigate that
-    ends in a download"). Anything else the host puts there is dropped."""
+    """``navigate`` → ``{tabId, generation, url, download?}``: ``download`` (the host's download object,
+    :func:`with_download`) when the navigation ended in a download instead of a document (issue 27;
+    docs/host.md "Downloads")."""
     tab = field(result, "tabId", str, "navigate")
     generation = field(result, "generation", int, "navigate")
     url = redact_url(field(result, "url", str, "navigate"))
-    out: JsonObject = {"tabId": tab, "generation": generation, "url": url}
-    download = result.get("download")
-    if type(download) is dict and download.get("started") is True:
-        out["download"] = {"started": True}
     return Shaped(
-        out,
+        with_download({"tabId": tab, "generation": generation, "url": url}, result),
         generations=((tab, generation),),
         invalidate=tab,
     )
@@ -288,6 +304,8 @@ def _script_value(p: Planned, result: JsonObject) -> Any:
 
 
 def _snapshot(p: Planned, result: JsonObject) -> Shaped:
+    if p.observer:
+        return _observation(p, result)
     value = _script_value(p, result)
     params = p.params
     tab = p.tab_id
@@ -355,11 +373,46 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
     )
 
 
+_OBSERVED: Final = "o"
+"""The stand-in handle an observer's elements are shaped under (never issued, never shown)."""
+
+
+def _observation(p: Planned, result: JsonObject) -> Shaped:
+    """An observer's ``tab.snapshot`` (§9 v1.2): the reader's one-shot answer shaped by the snapshot rules
+    (the same bounds, cuts and element fields), without refs, a snapshot id or a ``next`` cursor, and with
+    ``observer: true``. Discarded ``RENDERER_CHANGED`` (retryable, nothing had effects) unless the host
+    reports the tab's document ``generation`` with the result: the host's renderer identity check, the same
+    document before and after the evaluation (docs/contract-notes.md "Observers"). An element carrying a
+    ``handle`` — a read that kept nodes — is a malformed result."""
+    generation = result.get("generation")
+    if type(generation) is not int:
+        raise Refusal(
+            "RENDERER_CHANGED",
+            f"tab {p.tab_id!r}: the host did not confirm that the tab's document stayed the same during the "
+            "read; the observation was discarded: read again",
+        )
+    value = _script_value(p, result)
+    raw = field(value, "elements", list, "snapshot")
+    if any(not isinstance(e, dict) or "handle" in e for e in raw):
+        raise malformed("snapshot: an observer's elements are objects without a handle")
+    if value.get("rest") is not None:
+        raise malformed("snapshot: an observer's read is one page (no continuation 'rest')")
+    stand_in = {**value, "elements": [{**e, "handle": _OBSERVED} for e in raw]}
+    shaped = _snapshot(p._replace(observer=False), {**result, "value": stand_in})
+    out = shaped.result
+    del out["snapshot"]
+    out["generation"] = generation
+    out["observer"] = True
+    for item in out["elements"]:
+        del item["ref"]
+    return Shaped(out, generations=((out["tabId"], generation),))
+
+
 def _click(p: Planned, result: JsonObject) -> Shaped:
     value = _script_value(p, result)
     if not isinstance(value, dict) or value.get("clicked") is not True:
         raise malformed("click: the script returned no {clicked:true}")
-    return Shaped({"clicked": True})
+    return Shaped(with_download({"clicked": True}, result))
 
 
 def _type(p: Planned, result: JsonObject) -> Shaped:

@@ -9,7 +9,7 @@ copy equal to parsing its JSON (what the C ABI sends) that shares nothing with i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -17,7 +17,18 @@ from . import jsonio
 from .errors import JsonObject
 
 Render = Callable[[JsonObject], Any]
-"""Turns a final canonical envelope into what a ``complete`` step carries (a JSON-RPC response for MCP)."""
+"""Turns a final canonical envelope into what a ``complete`` step carries (a JSON-RPC response for MCP);
+it may return an :class:`Answer` to also set the step's ``httpStatus``."""
+
+
+class Answer(NamedTuple):
+    """A :data:`Render`'s answer with an HTTP status for the ``complete`` step (``httpStatus``): what a
+    JSON-RPC error of the stateless MCP revision needs when it is decided only after a dispatch
+    (docs/mcp.md "Resources")."""
+
+    response: Any
+    http_status: int
+
 
 PENDING: Final = frozenset({"authorize", "dispatch"})
 """The kinds of step a transaction keeps as ``Transaction.pending`` (handed out only as copies)."""
@@ -73,8 +84,11 @@ def complete(
 ) -> JsonObject:
     """The ``complete`` step of transaction ``txn_id`` at ``seq``: ``response`` is ``render(envelope)``
     (the envelope itself without a renderer); a response of None (a notification's) adds
-    ``"httpStatus": 202``."""
+    ``"httpStatus": 202``, an :class:`Answer` its own status."""
     response = render(envelope) if render is not None else envelope
+    status = 202 if response is None else None
+    if type(response) is Answer:
+        response, status = response
     step: JsonObject = {
         "step": "complete",
         "transaction": txn_id,
@@ -82,6 +96,6 @@ def complete(
         "response": response,
         "audit": audit,
     }
-    if response is None:
-        step["httpStatus"] = 202
+    if status is not None:
+        step["httpStatus"] = status
     return step

@@ -16,6 +16,9 @@ from conftest import ROOT
 from kelpie_gateway import reader
 
 KEY = "0123456789abcdef0123456789abcdef"
+OUTER = {"dx": 10, "dy": -20.5, "clip": {"left": 0, "top": 0, "right": 100, "bottom": 50}, "view": {"width": 800, "height": 600}}
+OUTER_FLOAT = {"dx": 10.0, "dy": -20.5, "clip": {"left": 0.0, "top": 0.0, "right": 100.0, "bottom": 50.0},
+               "view": {"width": 800.0, "height": 600.0}}
 
 
 def test_build_step_writes_exactly_the_in_memory_bundles(tmp_path: Path) -> None:
@@ -129,3 +132,73 @@ def test_kept_script_shortens_only_this_builds_own_scripts() -> None:
     assert not reader.bundle_missing(
         {reader.KEPT_MISSING: reader.bundle_slot("click"), "x": 1}, reader.bundle_slot("click")
     )
+
+
+def test_script_parameters_reads_back_exactly_what_a_builder_put_in() -> None:
+    """Guards reader.script_parameters (docs/host.md "Frames": how a host learns where a script acts): the
+    bundle and parameters of each builder's script, hostile text included; None for a preload script,
+    another build's script, a tail that is not one JSON object, or any other text."""
+    key, handle = KEY, "0123456789abcdef-1"
+    cursor = {"snapshot": "0123456789abcdef-2", "textAt": 5, "elementAt": 3}
+    cases = [
+        (reader.snapshot_script(key, max_chars=9, max_elements=2, scope=handle), "snapshot",
+         {"key": key, "maxChars": 9, "maxElements": 2, "scope": handle}),
+        (reader.click_script(key, handle), "click", {"key": key, "handle": handle}),
+        (reader.type_script(key, handle, 'x"</script>\u2028'), "type", {"key": key, "handle": handle, "text": 'x"</script>\u2028'}),
+        (reader.frame_part_script(key, max_chars=7, max_elements=1, cursor=cursor), "snapshot",
+         {"key": key, "maxChars": 7, "maxElements": 1, "part": True, "cursor": cursor}),
+        (reader.frame_compose_script(key, [("F1", {"unreadable": "limit"})], part=True), "snapshot",
+         {"key": key, "frames": [["F1", {"unreadable": "limit"}]], "part": True}),
+        (reader.pointer_frame_script(key, "A1B2", outer=OUTER, point={"x": 3, "y": 4.5}), "pointer",
+         {"key": key, "op": "frame", "frame": "A1B2", "scroll": False, "outer": OUTER_FLOAT,
+          "point": {"x": 3.0, "y": 4.5}}),
+        (reader.pointer_aim_script(key, handle, outer=OUTER), "pointer",
+         {"key": key, "handle": handle, "op": "aim", "enabled": True, "outer": OUTER_FLOAT, "watch": []}),
+    ]
+    for script, name, params in cases:
+        assert reader.script_parameters(script) == (name, params)
+    click = reader.click_script(key, handle)
+    assert reader.script_parameters(click.replace(reader.sources_digest(), "0" * 64)) is None
+    assert reader.script_parameters(click[: click.rindex(")(") + 2] + "[1])") is None  # not an object
+    assert reader.script_parameters(click[:-2] + " + 1)") is None
+    assert reader.script_parameters(reader.preload_script()) is None
+    assert reader.script_parameters("1 + 1") is None
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: reader.frame_part_script("ABC", max_chars=10, max_elements=10),
+        lambda: reader.frame_part_script(KEY, max_chars=0, max_elements=10),
+        lambda: reader.frame_part_script(KEY, max_chars=10, max_elements=201),
+        lambda: reader.frame_part_script(KEY, max_chars=10, max_elements=1, cursor={"snapshot": "x"}),
+        lambda: reader.frame_compose_script(KEY, [["F1", {}]]),  # type: ignore[list-item]
+        lambda: reader.frame_compose_script(KEY, [(1, {})]),  # type: ignore[list-item]
+        lambda: reader.frame_compose_script("ABC", []),
+        lambda: reader.pointer_frame_script(KEY, "not a frame id"),
+        lambda: reader.pointer_frame_script(KEY, "F1", outer={"dx": 1}),
+        lambda: reader.pointer_frame_script(KEY, "F1", outer={**OUTER, "dx": float("inf")}),
+        lambda: reader.pointer_frame_script(KEY, "F1", point={"x": 1}),
+        lambda: reader.pointer_aim_script(KEY, "abcdef0123456789-1", outer={**OUTER, "view": None}),
+    ],
+)
+def test_malformed_frame_script_parameters_are_refused(call: object) -> None:
+    """Guards the frame script builders' ValueError: a bad key, bounds out of range, a cursor that is not a
+    reader position, outcomes that are not (tag, outcome) pairs."""
+    with pytest.raises(ValueError):
+        call()  # type: ignore[operator]
+
+
+def test_the_frame_tag_function_is_one_function_declaration() -> None:
+    """Guards reader.FRAME_TAG_FUNCTION as CDP ``Runtime.callFunctionOn`` takes it: one function declaration
+    that compiles (a "use strict" directive with its rest parameter would not) and tags what it is given."""
+    program = (
+        f"const tag = ({reader.FRAME_TAG_FUNCTION});"
+        " const a = {}, b = {};"
+        " const n = tag(2, ['F1', 'F2'], a, b);"
+        " const kept = Object.getOwnPropertyDescriptor(globalThis, '__kelpieFrames');"
+        " console.log(JSON.stringify([n, kept.enumerable, kept.value.depth, kept.value.tags.get(a), kept.value.tags.get(b),"
+        " kept.value.owners.get('F2').deref() === b]));"
+    )
+    done = subprocess.run(["node", "-e", program], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == [2, False, 2, "F1", "F2", True]

@@ -49,8 +49,9 @@ def test_an_open_shadow_root_on_every_valid_shadow_host_is_read(page: Page, fixt
 
 
 def test_same_origin_frames_are_read_and_cross_origin_ones_reported(page: Page, fixtures_site: Site) -> None:
-    """Guards frames: a same-origin frame and a srcdoc frame are read (elements marked `frame`, which click
-    and type), a cross-origin frame is one `cross-origin-frame` placeholder and none of its text is read."""
+    """Guards frames read inline by a host that does not read frames itself (nothing tagged): a same-origin
+    frame and a srcdoc frame are read (elements marked `frame: {origin, depth}`, §9 v1.2, which click and
+    type), a cross-origin frame is one `cross-origin-frame` placeholder and none of its text is read."""
     r = open_page(page, fixtures_site, "frames.html")
     page.wait_for_function("document.getElementById('cross').contentWindow.length === 0")
     page.wait_for_timeout(200)
@@ -59,7 +60,10 @@ def test_same_origin_frames_are_read_and_cross_origin_ones_reported(page: Page, 
     assert "Frame child text." in snap["text"] and "Srcdoc text" in snap["text"]
     assert snap["text"].count("Frame child text.") == 1  # the cross-origin copy is not readable
     frame_button = by_label(snap, "Frame button")
-    assert frame_button["frame"] is True
+    top = fixtures_site.url("").rstrip("/")
+    assert frame_button["frame"] == {"origin": top, "depth": 1}
+    assert by_label(snap, "Srcdoc link")["frame"] == {"origin": top, "depth": 1}  # srcdoc: its parent's origin
+    assert all("frame" not in e for e in snap["elements"] if e.get("unreadable") == "cross-origin-frame")
     cross = [e for e in snap["elements"] if e.get("unreadable") == "cross-origin-frame"]
     assert [(e["tag"], e["label"]) for e in cross] == [("iframe", "Cross-origin frame")]
     assert r.click(frame_button["handle"]) == {"clicked": True}

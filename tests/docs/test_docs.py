@@ -278,6 +278,10 @@ PROBES: dict[str, Callable[[], bool]] = {
     "remote browsers (`--browser-endpoint`, `--browser-header`)": _flag("--browser-endpoint"),
     "files (`upload_file`, `--upload-dir`, `--downloads-dir`, `pdf`)": _flag("--upload-dir"),
     "read-only lane extensions (`console_messages`, `network_requests`, …)": _extensions("console_messages"),
+    "stdio in arrival order": lambda: getattr(
+        importlib.import_module("kelpie_gateway.host.stdio"), "REQUEST_ORDER", None
+    )
+    == "arrival",
     "site policy for every request of every target": lambda: (
         importlib.util.find_spec("kelpie_gateway.host.policy_proxy") is not None
     ),
@@ -305,6 +309,20 @@ def test_revision_1_2_status_matches_the_code(addition: str) -> None:
     assert status.startswith(expected), f"docs/contract.md says {addition} is {status!r}, but the code " + (
         "has it: change the row to 'implemented'" if present else f"does not: the row must say {PLANNED!r}"
     )
+
+
+def test_version_says_revision_1_2_in_part_exactly_while_rows_are_planned() -> None:
+    """``--version`` names contract v1 revision 1.2, "in part" while a row above is still planned: flip
+    ``CONTRACT_REVISION_COMPLETE`` in engine/kelpie_gateway/version.py with the last row."""
+    from kelpie_gateway.host.cli import version_text
+    from kelpie_gateway.version import CONTRACT_REVISION, CONTRACT_REVISION_COMPLETE
+
+    planned = sorted(a for a, status in _status_rows().items() if status.startswith(PLANNED))
+    assert CONTRACT_REVISION == "1.2"
+    assert CONTRACT_REVISION_COMPLETE is (not planned), planned
+    text = version_text()
+    assert "contract v1 revision 1.2" in text
+    assert ("in part" in text) is bool(planned), text
 
 
 # ---------------------------------------------------------------------------------- README

@@ -108,6 +108,7 @@ _values = {
     "fixedReader": _scalars,
     "allowActions": _scalars,
     "requireAuthorization": _scalars,
+    "observer": _scalars,
     "pinnedTab": st.one_of(st.sampled_from(["", "t", "t" * 256, "t" * 257]), st.text(max_size=3), _scalars),
     "retirementGraceMs": st.one_of(st.sampled_from([-1, 0, 1, 4999, 5000, 5001, 5000.0, True]), _scalars),
     "extensions": st.one_of(st.just([]), st.just([GOOD_EXT]), _scalars),
@@ -127,6 +128,7 @@ _valid = {
     "fixedReader": st.booleans(),
     "allowActions": st.booleans(),
     "requireAuthorization": st.booleans(),
+    "observer": st.booleans(),
     "pinnedTab": st.one_of(st.none(), st.text(min_size=1, max_size=5)),
     "retirementGraceMs": st.integers(0, 5000),
     "extensionFilter": st.fixed_dictionaries(
@@ -166,6 +168,7 @@ _EDGES: dict[str, list[Any]] = {
     "targeting": ["direct", "selected", "visible", None, 1],
     "realm": ["isolated", "page", "main", None],
     "browserAvailable": [True, False, 0, 1, None, "true"],
+    "observer": [True, False, 0, 1, None, "true"],
     "pinnedTab": [None, "", "t", "t" * 256, "t" * 257, 3, ["t"]],
     "retirementGraceMs": [-1, 0, 5000, 5001, 5000.0, 0.0, True, None, "5"],
     "extensions": [[], [GOOD_EXT], {}, None],

@@ -231,7 +231,7 @@ EXPECTED: dict[str, tuple[bool, str]] = {
     "BROWSER_UNAVAILABLE": (False, "browserAvailable:false"),
     "BUSY": (False, "lane 'direct' is busy"),
     "NOT_AUTHORIZED": (False, "user said no"),
-    "TAB_REQUIRED": (False, "needs params.tabId"),
+    "TAB_REQUIRED": (False, "needs params.tabId (direct targeting): get one from tabs.list"),
     "TAB_NOT_FOUND": (False, "no tab Z"),
     "TAB_STALE": (False, "now shows document generation 7"),
     "TAB_NOT_SELECTED": (False, "reads never switch"),

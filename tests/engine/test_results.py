@@ -85,11 +85,12 @@ def test_tabs_list_reports_a_crashed_tab() -> None:
     assert "crashed" not in env["result"]["tabs"][1]
 
 
-def test_navigate_reports_a_download_only_as_started_true() -> None:
-    """Issue 27: a navigation that ended in a download says so (``download: {started: true}``); any other
-    shape the host sends there is dropped, never passed to the client."""
-    for sent, shown in (({"started": True}, {"started": True}), ({"started": True, "path": "/tmp/x"},
-                        {"started": True}), ({"started": 1}, None), ("yes", None), (None, None)):
+def test_navigate_passes_the_hosts_download_object_and_nothing_else() -> None:
+    """Issues 27 and 32: a navigation that ended in a download says so with the host's download object
+    (``{id, name, state, bytes, sha256, resource, …}``, the same as a click's); anything there that is not
+    an object is dropped, never passed to the client."""
+    record = {"id": "d1", "name": "f.bin", "state": "complete", "bytes": 3, "sha256": "ab", "resource": "kelpie://downloads/d1"}
+    for sent, shown in ((record, record), ({"state": "in-progress"}, {"state": "in-progress"}), ("yes", None), (1, None), (None, None)):
         gw = make()
         step = admit(gw, gw.begin(req("tab.navigate", tabId="A", url="https://x.test/f.bin")))
         extra = {} if sent is None else {"download": sent}

@@ -95,6 +95,18 @@ def ok(host: Host, method: str, params: dict[str, Any]) -> dict[str, Any]:
     return dict(envelope["result"])
 
 
+def ext(host: Host, name: str, **arguments: Any) -> dict[str, Any]:
+    """``extension.call`` of extension ``name`` with ``arguments`` (retried as :func:`call` retries)."""
+    return call(host, "extension.call", {"name": name, "arguments": arguments})
+
+
+def ext_ok(host: Host, name: str, **arguments: Any) -> dict[str, Any]:
+    """:func:`ext` that must succeed; its result."""
+    envelope = ext(host, name, **arguments)
+    assert envelope["success"], envelope
+    return dict(envelope["result"])
+
+
 def start_host(args: list[str], mode: str) -> HostProcess:
     extra = list(args)
     if mode == "abi":

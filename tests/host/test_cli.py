@@ -40,6 +40,7 @@ def test_module_entry_point_and_version() -> None:
         )
         assert again.returncode == 0 and again.stdout == done.stdout
     assert "2025-03-26" in done.stdout and "2026-07-28" in done.stdout  # every revision a client can pick
+    assert "(contract v1 revision 1.2" in done.stdout
 
 
 def test_a_port_already_in_use_says_so_and_how_to_pick_another() -> None:

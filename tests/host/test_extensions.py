@@ -13,23 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from host_testlib import Host, RecordingSite, call, ok, start_host
+from host_testlib import Host, RecordingSite, call, ext, ext_ok, ok, start_host
 from stdio_testlib import run_async
 
 pytestmark = pytest.mark.timeout(180)
 
 
 # ---------------------------------------------------------------- helpers
-def ext(host: Host, name: str, **arguments: Any) -> dict[str, Any]:
-    return call(host, "extension.call", {"name": name, "arguments": arguments})
-
-
-def ext_ok(host: Host, name: str, **arguments: Any) -> dict[str, Any]:
-    envelope = ext(host, name, **arguments)
-    assert envelope["success"], envelope
-    return dict(envelope["result"])
-
-
 def open_tab(host: Host, page: str) -> str:
     return str(ok(host, "tabs.open", {"url": host.site(page)})["tabId"])
 

@@ -31,9 +31,17 @@ def test_every_native_endpoint_has_exactly_one_handler_among_the_parts() -> None
 
 
 def test_each_extension_descriptor_is_declared_on_the_handler_that_serves_it() -> None:
-    config = gateway_config(browser=True)
+    config = gateway_config(browser=True, upload_dirs=["/srv/uploads"])
     declared = [descriptor for part in PARTS for descriptor in part.descriptors]
-    assert config["extensions"] == declared
+    # as declared, except that upload_file's description names the operator's --upload-dir folders
+    described = [
+        {**d, "description": d["description"].removesuffix(" Allowed folders: /srv/uploads.")}
+        for d in config["extensions"]
+    ]
+    assert described == declared
+    assert "Allowed folders: /srv/uploads." in next(
+        d["description"] for d in config["extensions"] if d["name"] == "upload_file"
+    )
     names = [d["name"] for d in declared]
     assert names == [
         "dialog_observe",
@@ -49,6 +57,20 @@ def test_each_extension_descriptor_is_declared_on_the_handler_that_serves_it() -
         "hover",
         "drag",
         "type_keys",
+        "console_messages",
+        "page_errors",
+        "network_requests",
+        "cookies",
+        "storage",
+        "links",
+        "element",
+        "accessibility",
+        "downloads_list",
+        "resources_list",
+        "resources_read",
+        "upload_file",
+        "screenshot",
+        "pdf",
     ]
     for part in PARTS:
         methods = dict(part.handlers)

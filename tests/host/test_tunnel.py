@@ -232,6 +232,35 @@ def test_snapshot_click_and_type_through_the_tunnel(world: World) -> None:
 
 
 @PYTHON
+def test_downloads_come_back_as_resources_through_the_tunnel(world: World) -> None:
+    """A click that downloads answers a ``resource_link`` over the tunnel, and the tunnel serves
+    ``resources/list`` and ``resources/read`` of it (the capability was declared at initialize)."""
+
+    async def body() -> dict[str, Any]:
+        await attach(world)
+        init = await mcp(world, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+        tab = await open_tab(world, "export.html")
+        button = element(await ok(world, "tab.snapshot", {"tabId": tab}), "a", "Download CSV")
+        answer = await mcp(world, "tools/call", {
+            "name": "kelpie_browser_control",
+            "arguments": {"method": "tab.click", "params": {"tabId": tab, "ref": button["ref"]}},
+        })
+        links = [b for b in answer["result"]["content"] if b["type"] == "resource_link"]
+        listing = await mcp(world, "resources/list", {})
+        read = await mcp(world, "resources/read", {"uri": links[0]["uri"]})
+        return {"init": init, "links": links, "listing": listing, "read": read}
+
+    seen = world.run(body())
+    assert seen["init"]["result"]["capabilities"]["resources"] == {"subscribe": False, "listChanged": False}
+    [link] = seen["links"]
+    assert link["name"] == "export.csv" and link["mimeType"] == "text/csv" and link["size"] == 15
+    assert link["uri"] in [r["uri"] for r in seen["listing"]["result"]["resources"]]
+    assert seen["read"]["result"]["contents"] == [{"uri": link["uri"], "mimeType": "text/csv", "text": "tab,count\nt1,3\n"}]
+    read = world.wait_audit(lambda a: a.get("extension") == "resources_read")
+    assert read["transport"] == "tunnel" and read["outcome"] == "success"
+
+
+@PYTHON
 def test_busy_across_the_tunnel_and_a_local_client(world: World) -> None:
     async def body() -> None:
         tab = await open_tab(world, "slow.html?busy=2500")

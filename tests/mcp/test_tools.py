@@ -103,3 +103,18 @@ def test_every_mutating_method_declares_itself_in_the_tool_description() -> None
     for name, method in METHODS.items():
         if name != "extension.call":
             assert f"- {name} ({'mutates' if method.mutates else 'read-only'})" in description
+
+
+def test_instructions_point_at_the_screenshot_extension_only_when_it_is_admitted() -> None:
+    """Issue 32: tab.screenshot stays the viewport PNG; the instructions name the screenshot extension for
+    an element, the full page or JPEG — with the host's full extension set, still under 1,200 characters —
+    and not when the operator filtered it out."""
+    from kelpie_gateway.host.parts import gateway_config
+
+    def text(config: dict[str, Any]) -> str:
+        reply = response(Gateway(config).begin_mcp(rpc(1, "initialize", {"protocolVersion": "2025-11-25"})))
+        return str(reply["result"]["instructions"])
+
+    host = text(gateway_config(browser=True))
+    assert "screenshot: element, full page, JPEG" in host and len(host) < 1200, host
+    assert "screenshot:" not in text(gateway_config(browser=True, exclude=["screenshot"]))

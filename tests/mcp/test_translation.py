@@ -110,3 +110,19 @@ def test_direct_extension_call_of_a_filtered_name_goes_through_the_engine() -> N
     assert step["audit"]["dispatches"] == 0
     assert response(step)["error"]["code"] == -32602
     assert gw.next() == {"step": "idle"}
+
+
+def test_an_unknown_tool_names_the_tool_to_call_instead() -> None:
+    """Issue 34: calling a method by its name, or a made-up tool, says what to call instead."""
+    gw = Gateway(FULL)
+    method = response(gw.begin_mcp(call(1, "tab.snapshot", {"tabId": "A"})))["error"]
+    assert method["code"] == -32602
+    assert method["message"] == (
+        "unknown tool 'tab.snapshot': a method is not a tool; call kelpie_browser_control "
+        '{method:"tab.snapshot", params:{…}}'
+    )
+    other = response(gw.begin_mcp(call(2, "browser_navigate", {"url": "https://x.test/"})))["error"]
+    assert other["code"] == -32602
+    assert other["message"].startswith("unknown tool 'browser_navigate': the tools are kelpie_browser_control")
+    assert "kelpie_extensions lists the extension names" in other["message"]
+    assert gw.next() == {"step": "idle"}

@@ -91,6 +91,15 @@ typedef struct KelpieBrowserGateway *KelpieBrowserGatewayRef;
  *                   when the embedded runtime failed to initialise (the message names the cause).
  * Returns a new handle, or NULL on failure (nothing was created). Release it with _destroy.
  * The first call in a process also initialises the runtime (cold start, tens of milliseconds).
+ *
+ * Observers (CONTRACT.md §9 v1.2): {"observer":true,...} makes a one-shot observer, for grounding a chat
+ * turn on the visible tab without touching the session that acts on it. It implies allowActions:false
+ * (nothing it answers can authorize an action), and its tab.snapshot runs the fixed reader without a
+ * registry or listeners: the snapshot's elements never hold refs, there is no snapshot id and no cursor
+ * (one page, at most 12,000 characters and 200 elements). The host must add "generation" (the tab's
+ * document generation, the same before and after the evaluation) to the browser-control-evaluate result
+ * and call _invalidate_refs on navigation; a read it cannot vouch for is discarded RENDERER_CHANGED.
+ * Create one per read and destroy it after.
  */
 KELPIE_GATEWAY_API KelpieBrowserGatewayRef kelpie_browser_gateway_create(const char *config_json,
                                                                          char **error_json_out);

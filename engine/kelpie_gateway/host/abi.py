@@ -62,6 +62,8 @@ class AbiGateway:
 
     def __init__(self, config: Any, *, library: str | os.PathLike[str] | None = None) -> None:
         path = Path(library) if library is not None else default_library()
+        self.library = path
+        """The library this gateway was made through (a one-shot observer beside it is made the same way)."""
         if not path.exists():
             raise AbiError(f"the C library is not built: {path} (run tools/dev setup)")
         try:

@@ -24,6 +24,7 @@ from aiohttp import web
 from kelpie_gateway.host.audit import DEFAULT_MAX_BYTES, AuditLog
 from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, state_dir
 from kelpie_gateway.host.browser import BrowserLink, ChromiumRenderer, ContextOptions, find_chromium
+from kelpie_gateway.host.browser.common import LaneOptions
 from kelpie_gateway.host.browser.link import VIEWPORT, BrowserStartError, context_proxy
 from kelpie_gateway.host.browser.pages import DEFAULT_MAX_POPUPS
 from kelpie_gateway.host.contexts import (
@@ -36,6 +37,7 @@ from kelpie_gateway.host.contexts import (
     SharedDrivers,
 )
 from kelpie_gateway.host.driver import Driver, GatewayLike
+from kelpie_gateway.host.files import Files, FilesError, FilesOptions, compose
 from kelpie_gateway.host.parts import PARTS, gateway_config
 from kelpie_gateway.host.policy import PolicyError, PolicyRenderer, SitePolicy
 from kelpie_gateway.host.policy_proxy import PolicyProxy
@@ -76,12 +78,19 @@ class BrowserOptions:
     allowed_origins: str | None = None
     blocked_origins: str | None = None
     read_only: bool = False
+    observer: bool = False
+    network_urls: str = "redacted"
+    network_bodies: bool = False
     extensions_include: list[str] | None = None
     extensions_exclude: list[str] = field(default_factory=list)
+    tools: str = "compact"
+    """``--tools``: the gateway config's ``mcpTools`` (``compact`` or ``full``)."""
     viewport: tuple[int, int] | None = None
     max_popups: int = DEFAULT_MAX_POPUPS
     retirement_grace_ms: int | None = None
     """``--retirement-grace-ms``: the gateway's ``retirementGraceMs`` (None: the engine's, 5000)."""
+    files: FilesOptions = field(default_factory=FilesOptions)
+    """``--upload-dir``, ``--downloads-dir``, ``--max-download-mb``, ``--max-downloads`` (``host/files.py``)."""
     audit_log: Path | None = None
     audit_max_bytes: int = DEFAULT_MAX_BYTES
     connect: TunnelOptions | None = None
@@ -156,6 +165,8 @@ class BrowserStack:
     link: BrowserLink | None = None
     drivers: DriverSource | None = None
     isolation: str = "shared"
+    files: Files | None = None
+    """The upload folders and the downloads folder (a temporary one is removed by :meth:`close`)."""
 
     @property
     def description(self) -> str:
@@ -218,6 +229,8 @@ class BrowserStack:
             await self.proxy.close()
         with contextlib.suppress(Exception):
             self.gateway.close()
+        if self.files is not None:
+            self.files.close()
 
 
 @dataclass(frozen=True)
@@ -229,16 +242,22 @@ class HostSettings:
     context_idle_s: float = DEFAULT_IDLE_S
 
 
-def _settings(opts: BrowserOptions, browser: bool) -> tuple[dict[str, Any], HostSettings]:
+def _settings(
+    opts: BrowserOptions, browser: bool, files: Files | None = None
+) -> tuple[dict[str, Any], HostSettings]:
     """The host's gateway config (``parts.gateway_config``) with the operator's ``--config FILE`` on top,
     and the host's own settings (``--isolation`` … or their config keys). Raises ConfigFileError."""
     config = gateway_config(
         browser=browser,
         read_only=opts.read_only,
         retirement_grace_ms=opts.retirement_grace_ms,
+        observer=opts.observer,
         include=opts.extensions_include,
         exclude=opts.extensions_exclude,
+        upload_dirs=[str(d) for d in files.upload_dirs] if files is not None else (),
     )
+    if opts.tools != "compact":
+        config["mcpTools"] = opts.tools
     chosen: dict[str, Any] = {}
     if opts.config_file is not None:
         source = f"--config {opts.config_file}"
@@ -330,7 +349,33 @@ async def start_stack(
         raise StartError(f"--site {site_root} has no index.html", 2)
     browser = opts.browser != "none"
     try:
-        config, settings = _settings(opts, browser)
+        files = Files.open(opts.files)
+    except FilesError as exc:
+        raise StartError(str(exc), 2) from None
+    try:
+        return await _start_stack(
+            opts, log, policy, site_root, browser, files, audit, defer_browser, isolate, still_paired
+        )
+    except BaseException:
+        files.close()
+        raise
+
+
+async def _start_stack(
+    opts: BrowserOptions,
+    log: Callable[[str], None],
+    policy: SitePolicy,
+    site_root: Path,
+    browser: bool,
+    files: Files,
+    audit: AuditLog | None,
+    defer_browser: bool,
+    isolate: bool,
+    still_paired: Callable[[str], bool] | None,
+) -> BrowserStack:
+    """:func:`start_stack` once the folders are open (the caller closes them when this raises)."""
+    try:
+        config, settings = _settings(opts, browser, files)
         if opts.via_abi:
             make_gateway(config, via_abi=True, library=opts.abi_library).close()  # refuse early, not late
         else:
@@ -391,7 +436,8 @@ async def start_stack(
             link = BrowserLink(
                 log=log,
                 executable=find_chromium(opts.browser_executable),
-                explicit_executable=opts.browser_executable is not None,
+                explicit_executable=opts.browser_executable is not None
+                or bool(os.environ.get("CHROME_PATH")),
                 headless=not opts.headed,
                 user_data_dir=opts.user_data_dir,
                 remote=remote,
@@ -404,8 +450,10 @@ async def start_stack(
             proxy,
             viewport,
             tab_ids,
+            files,
             routed=policy.restrictive and not reaches_proxy,
             max_popups=opts.max_popups,
+            lane=LaneOptions(full_urls=opts.network_urls == "full", bodies=opts.network_bodies),
         )
         if link is not None and not per_client:
             chromium = site.renderer(link, log, shared=True)
@@ -430,10 +478,21 @@ async def start_stack(
             await proxy.close()
         why = str(exc) if isinstance(exc, BrowserStartError) else f"{type(exc).__name__}: {_first_line(exc)}"
         raise StartError(link.scrub(why) if link is not None else why) from None
+    authorize = compose(policy.authorize, files.authorize)
     if not per_client:
-        driver = Driver(gateway, renderer, log, authorize=policy.authorize, audit=audit, ready=ready)
+        driver = Driver(gateway, renderer, log, authorize=authorize, audit=audit, ready=ready)
         return BrowserStack(
-            site_root, site_url, renderer, gateway, driver, runners, policy, ready, link, proxy=proxy
+            site_root,
+            site_url,
+            renderer,
+            gateway,
+            driver,
+            runners,
+            policy,
+            ready,
+            link,
+            proxy=proxy,
+            files=files,
         )
 
     def open_context(client: Client, label: str, ctx_log: Callable[[str], None], hint: str) -> Opened:
@@ -441,7 +500,12 @@ async def start_stack(
         context_gateway = make_gateway(config, via_abi=opts.via_abi, library=opts.abi_library)
         if link is None:  # --browser none: a gateway of its own, no browser
             return context_gateway, NoRenderer(), None
-        chromium = site.renderer(link, ctx_log, shared=False)
+        try:
+            own = files.for_context(label)  # a downloads folder of this client's own
+        except FilesError as exc:
+            ctx_log(f"{exc}; this context keeps its downloads in the host's folder")
+            own = files
+        chromium = site.renderer(link, ctx_log, shared=False, files=own)
         chromium.pages.unknown_hint = hint
         inner = site.wrap(chromium)
         made = asyncio.ensure_future(_start_browser(link, chromium, site_url))
@@ -454,7 +518,7 @@ async def start_stack(
         log=log,
         max_contexts=settings.max_contexts,
         idle_s=settings.context_idle_s,
-        authorize=policy.authorize,
+        authorize=authorize,
         audit=audit,
         still_paired=still_paired,
     )
@@ -470,6 +534,7 @@ async def start_stack(
         link,
         isolation,
         proxy=proxy,
+        files=files,
     )
     stack.isolation = "per-client"
     return stack
@@ -481,15 +546,19 @@ class _ContextSite:
     policy", "What holds per browser"): the viewport, the host-wide tab counter and the site policy — its
     proxy (``proxy``: a browser that reaches this host's loopback; each context's Playwright ``proxy``
     option names it, on top of a launched browser's flags) or, for a browser on another machine
-    (``routed``), the context's request routing (``browser/routing.py``)."""
+    (``routed``), the context's request routing (``browser/routing.py``); ``lane``: the operator's read-only
+    lane options (``--network-urls``, ``--network-bodies``), the same for every context."""
 
     policy: SitePolicy
     proxy: PolicyProxy | None
     viewport: Mapping[str, int]
     tab_ids: Iterator[int]
+    files: Files
+    """The host's folders; a shared context uses them, a client's context :meth:`Files.for_context`."""
     routed: bool = False
     max_popups: int = DEFAULT_MAX_POPUPS
     """``--max-popups``: how many of one tab's popups may be open at once (``Pages``)."""
+    lane: LaneOptions = field(default_factory=LaneOptions)
 
     def options(self, *, shared: bool) -> ContextOptions:
         extra: dict[str, Any] = {}
@@ -499,7 +568,9 @@ class _ContextSite:
             viewport=dict(self.viewport), shared=shared, playwright=extra, route=self.routed
         )
 
-    def renderer(self, link: BrowserLink, log: Callable[[str], None], *, shared: bool) -> ChromiumRenderer:
+    def renderer(
+        self, link: BrowserLink, log: Callable[[str], None], *, shared: bool, files: Files | None = None
+    ) -> ChromiumRenderer:
         """One browser context's renderer on the host's browser (every part of ``PARTS``; its context made
         by ``lifecycle.new_context`` with :meth:`options`)."""
         return ChromiumRenderer(
@@ -507,9 +578,11 @@ class _ContextSite:
             log=log,
             parts=PARTS,
             policy=self.policy,
+            files=self.files if files is None else files,
             context_options=self.options(shared=shared),
             tab_ids=self.tab_ids,
             max_popups=self.max_popups,
+            lane=self.lane,
         )
 
     def wrap(self, chromium: ChromiumRenderer) -> Renderer:
@@ -610,6 +683,8 @@ async def serve(opts: ServeOptions) -> int:
         log(f"pairings {saved} ({len(tokens)} active)")
         log(f"admin socket {sock_path} (kelpie-gateway pair approve CODE)")
     log(stack.describe_policy())
+    if stack.files is not None and opts.browser != "none":
+        log(stack.files.describe())
     if audit is not None:
         log(f"audit log {audit.path} (one JSON line per transaction; SIGHUP reopens it)")
 

@@ -28,7 +28,7 @@ import secrets
 import stat
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -289,6 +289,35 @@ class TokenStore:
             self._revoked[match.digest] = match
         return True
 
+    def _revoke_where(self, keep: Callable[[PairingRecord], bool]) -> list[PairingRecord]:
+        with self._locked():
+            now = time.time()
+            gone = [p for p in self._active.values() if not keep(p)]
+            for match in gone:
+                del self._active[match.digest]
+                match.revoked = now
+                self._revoked[match.digest] = match
+        return sorted(gone, key=lambda p: p.created)
+
+    def revoke_client(self, client: str) -> list[PairingRecord]:
+        """Operator revocation (``pair revoke --client NAME``): every active pairing whose client name is
+        exactly ``client`` is revoked (kept as revoked, persistently; hosts sharing the file notice on their
+        next check). Returns the revoked pairings, oldest first (empty when none matched). ``OSError`` /
+        :class:`PairingFileError` when the file cannot be rewritten."""
+        return self._revoke_where(lambda p: p.client != client)
+
+    def revoke_all(self) -> list[PairingRecord]:
+        """Operator revocation of every active pairing (``pair revoke --all``); see :meth:`revoke_client`."""
+        return self._revoke_where(lambda p: False)
+
+    def prune(self, older_than_s: float) -> list[PairingRecord]:
+        """Revoke every active pairing created more than ``older_than_s`` seconds ago (``pair prune
+        --older-than``); see :meth:`revoke_client`. ``older_than_s`` must be positive (``ValueError``)."""
+        if not older_than_s > 0:
+            raise ValueError("older_than_s must be positive")
+        cutoff = time.time() - older_than_s
+        return self._revoke_where(lambda p: p.created >= cutoff)
+
     def pairings(self) -> list[PairingRecord]:
         """The active pairings, oldest first (client names and creation times; digests only)."""
         with contextlib.suppress(PairingFileError, OSError):
@@ -303,6 +332,48 @@ class TokenStore:
 
     def __len__(self) -> int:
         return len(self._active)
+
+
+REFUSAL_LOG_INTERVAL_S = 60.0
+"""At most one refused-bearer log line per reason in this many seconds (:class:`RefusalLog`)."""
+
+
+class RefusalLog:
+    """Rate-limited operator log lines for refused requests (401 missing/unknown/revoked bearer, 403 Host or
+    Origin): at most one line per ``reason`` every ``interval_s`` seconds; the next line of that reason says
+    how many were left out since the previous one. A line names the HTTP status, the reason and, for a
+    revoked bearer, the pairing's client name — never a token or its digest. ``clock``: monotonic seconds
+    (tests inject one)."""
+
+    def __init__(
+        self,
+        log: Callable[[str], None],
+        *,
+        interval_s: float = REFUSAL_LOG_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._log = log
+        self.interval_s = interval_s
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+
+    def refused(self, status: int, reason: str, detail: str = "") -> bool:
+        """Record one refusal; returns whether a line was logged (False: counted as suppressed)."""
+        now = self._clock()
+        last = self._last.get(reason)
+        if last is not None and now - last < self.interval_s:
+            self._suppressed[reason] = self._suppressed.get(reason, 0) + 1
+            return False
+        self._last[reason] = now
+        left_out = self._suppressed.pop(reason, 0)
+        more = (
+            f" ({left_out} more of this reason left out of the log in the last {self.interval_s:g} s)"
+            if left_out
+            else ""
+        )
+        self._log(f"refused a request ({status} {reason}){': ' + detail if detail else ''}{more}")
+        return True
 
 
 @dataclass

@@ -10,10 +10,14 @@ Commands (exit status 0 = success):
 * ``call METHOD --params JSON``  forward one canonical request to a running host. Exit 0 success,
   1 refused (nothing happened), 3 unknown outcome (``mayHaveCompleted:true``: observe before acting),
   2 usage or transport error (no host, HTTP 401, …).
+* ``observe [--tab ID]``  read a running host's tab once as a one-shot observer (``POST /v1/observe``): the
+  page's text and elements without refs, for grounding; exit status as ``call``.
 * ``pair request`` ask a running host for a token (the operator approves the printed code); the token is
   written to a 0600 file and never printed. ``pair approve CODE`` / ``pair deny CODE`` / ``pair pending``
   talk to the host's admin Unix socket. ``pair revoke`` revokes the saved token. ``pair list`` shows the
-  client names and creation times saved in the host's pairing file (never tokens).
+  client names and creation times saved in the host's pairing file (never tokens). The operator's
+  ``pair revoke --client NAME`` / ``pair revoke --all`` / ``pair prune --older-than 30d`` revoke pairings in
+  that file directly (hosts sharing it refuse those bearers at once and close their contexts).
 * ``--version`` (also ``serve --version``, ``mcp --version``): the package, contract and MCP revisions.
 * ``build-abi --prefix P``  build the relocatable C library tree from the sources the package carries.
 * ``demo``  the main job: a host on the built-in fixture site and an MCP SDK journey, step by step.
@@ -36,6 +40,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from kelpie_gateway.host.files import DEFAULT_MAX_DOWNLOAD_MB, DEFAULT_MAX_DOWNLOADS, FilesOptions
 
 DEFAULT_PORT = 7788
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
@@ -105,6 +111,13 @@ def cmd_call(args: argparse.Namespace) -> int:
     except JsonError as exc:
         print(f"error: --params is not JSON: {exc}", file=sys.stderr)
         return 2
+    request = {"version": 1, "id": 1, "method": args.method, "params": params}
+    return _forward(args, "/v1/browser-control", request)
+
+
+def _forward(args: argparse.Namespace, route: str, body: Any) -> int:
+    """POST ``body`` to the host's ``route`` with the saved bearer and report the envelope (``call``'s
+    output and exit status)."""
     token = _token(args)
     if not token:
         print(
@@ -112,9 +125,8 @@ def cmd_call(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    request = {"version": 1, "id": 1, "method": args.method, "params": params}
     try:
-        status, envelope = _http("POST", f"{_url(args)}/v1/browser-control", request, token, args.timeout)
+        status, envelope = _http("POST", f"{_url(args)}{route}", body, token, args.timeout)
     except OSError as exc:
         print(f"error: cannot reach the host at {_url(args)}: {exc}", file=sys.stderr)
         return 2
@@ -139,6 +151,19 @@ def cmd_call(args: argparse.Namespace) -> int:
         retry = " (retryable)" if error.get("retryable") else ""
         print(f"{kind}: {error.get('code')}: {error.get('message')}{retry}", file=sys.stderr)
     return 3 if unknown else 1
+
+
+# ---------------------------------------------------------------------- observe
+def cmd_observe(args: argparse.Namespace) -> int:
+    """One-shot observer read of a running host's tab (``POST /v1/observe``; docs/host.md "Observers")."""
+    params: dict[str, Any] = {}
+    if args.tab:
+        params["tabId"] = args.tab
+    if args.max_chars is not None:
+        params["maxChars"] = args.max_chars
+    if args.max_elements is not None:
+        params["maxElements"] = args.max_elements
+    return _forward(args, "/v1/observe", params)
 
 
 # ---------------------------------------------------------------------- pairing
@@ -178,6 +203,11 @@ def cmd_pair(args: argparse.Namespace) -> int:
         return _pair_request(args)
     if args.action == "list":
         return _pair_list(args)
+    if args.action == "prune" or (args.action == "revoke" and (args.all or args.client is not None)):
+        return _pair_operator(args)
+    if args.older_than is not None:
+        print("error: --older-than goes with `pair prune`", file=sys.stderr)
+        return 2
     if args.action == "revoke":
         token = _token(args)
         if not token:
@@ -224,6 +254,72 @@ def cmd_pair(args: argparse.Namespace) -> int:
     return 1
 
 
+def duration(text: str) -> float:
+    """``30d``, ``12h``, ``90m``, ``45s`` or ``2w`` (a positive number, then one unit) -> seconds.
+    Raises ``argparse.ArgumentTypeError`` naming the accepted forms."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+    raw = text.strip().lower()
+    try:
+        value = float(raw[:-1]) if raw and raw[-1] in units else float("nan")
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: a positive number and a unit, e.g. 30d, 12h, 90m, 45s, 2w"
+        )
+    return value * units[raw[-1]]
+
+
+def _pair_operator(args: argparse.Namespace) -> int:
+    """``pair revoke --client NAME`` / ``--all`` and ``pair prune --older-than D``: the operator revokes
+    pairings in the host's pairing file directly (no host needs to run; running hosts sharing the file
+    refuse those bearers on their next request and close their contexts)."""
+    from kelpie_gateway.host.auth import PairingFileError, TokenStore, default_pairings_file
+
+    if args.action == "prune" and args.older_than is None:
+        print("error: pair prune needs --older-than DURATION (e.g. 30d, 12h)", file=sys.stderr)
+        return 2
+    if args.action == "prune" and (args.all or args.client is not None):
+        print("error: pair prune takes --older-than only (use pair revoke --client/--all)", file=sys.stderr)
+        return 2
+    if args.action == "revoke" and args.all and args.client is not None:
+        print("error: pair revoke takes --client NAME or --all, not both", file=sys.stderr)
+        return 2
+    if args.action == "revoke" and args.older_than is not None:
+        print("error: --older-than goes with `pair prune`", file=sys.stderr)
+        return 2
+    path = Path(args.pairings) if args.pairings else default_pairings_file()
+    if not path.exists():
+        print(f"error: no pairing file at {path} (nothing to revoke); pass --pairings FILE", file=sys.stderr)
+        return 1
+    try:
+        store = TokenStore(path)
+        if args.action == "prune":
+            gone = store.prune(args.older_than)
+        elif args.all:
+            gone = store.revoke_all()
+        else:
+            gone = store.revoke_client(args.client)
+    except (PairingFileError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    stamp = "%Y-%m-%d %H:%M:%S UTC"
+    for entry in gone:
+        print(f"revoked {entry.client!r} (paired {time.strftime(stamp, time.gmtime(entry.created))})")
+    if gone:
+        print(f"{len(gone)} pairing(s) revoked in {path}; {len(store)} left")
+        return 0
+    if args.action == "revoke" and not args.all:
+        names = sorted({p.client for p in store.pairings()})
+        known = ", ".join(repr(n) for n in names[:10]) or "none"
+        print(
+            f"error: no active pairing for client {args.client!r} (paired clients: {known})", file=sys.stderr
+        )
+        return 1
+    print(f"nothing to revoke in {path}; {len(store)} pairing(s) left")
+    return 0
+
+
 def _pair_list(args: argparse.Namespace) -> int:
     """Client names and creation times from the pairing file (never tokens; no host needs to run)."""
     from kelpie_gateway.host.auth import PairingFileError, TokenStore, default_pairings_file
@@ -251,13 +347,17 @@ def _pair_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _client_name(args: argparse.Namespace) -> str:
+    return str(args.client) if args.client is not None else "kelpie-cli"
+
+
 def _pair_request(args: argparse.Namespace) -> int:
     print(
         "asking the host to pair; approve the code it prints with `kelpie-gateway pair approve CODE`",
         file=sys.stderr,
     )
     try:
-        status, body = _http("POST", f"{_url(args)}/v1/pair", {"client": args.client}, None)
+        status, body = _http("POST", f"{_url(args)}/v1/pair", {"client": _client_name(args)}, None)
     except OSError as exc:
         print(f"error: cannot reach the host at {_url(args)}: {exc}", file=sys.stderr)
         return 2
@@ -279,17 +379,38 @@ def _pair_request(args: argparse.Namespace) -> int:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    print(f"paired as {args.client!r}; token saved to {path} (mode 0600)")
+    print(f"paired as {_client_name(args)!r}; token saved to {path} (mode 0600)")
     return 0
 
 
 # ---------------------------------------------------------------------- serve / mcp / demo
+def _add_client_flags(parser: argparse.ArgumentParser, token_help: str) -> None:
+    """The flags of a command that calls a running host (``call``, ``observe``): ``--url``, ``--token`` /
+    ``--token-file`` (one of them), ``--json``, ``--timeout`` (seconds, default 60)."""
+    parser.add_argument("--url", help=f"host URL (default $KELPIE_GATEWAY_URL or {DEFAULT_URL})")
+    token = parser.add_mutually_exclusive_group()
+    token.add_argument("--token", help=token_help)
+    token.add_argument(
+        "--token-file", help="file holding the bearer token (default: the one pair request saved)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the response envelope as JSON")
+    parser.add_argument("--timeout", type=float, default=60.0, help="HTTP timeout in seconds")
+
+
 def version_text() -> str:
-    """``kelpie-gateway X.Y.Z (contract v1 revision 1.1; MCP …)``: what ``--version`` prints."""
-    from kelpie_gateway import MCP_PROTOCOL_VERSIONS, MCP_STATELESS_VERSIONS, VERSION
+    """``kelpie-gateway X.Y.Z (contract v1 revision 1.2[ in part…]; MCP …)``: what ``--version`` prints.
+    "in part" while some additions of the revision are still planned (docs/contract.md's status table)."""
+    from kelpie_gateway import (
+        CONTRACT_REVISION,
+        CONTRACT_REVISION_COMPLETE,
+        MCP_PROTOCOL_VERSIONS,
+        MCP_STATELESS_VERSIONS,
+        VERSION,
+    )
 
     mcp = ", ".join((*MCP_PROTOCOL_VERSIONS, *MCP_STATELESS_VERSIONS))
-    return f"kelpie-gateway {VERSION} (contract v1 revision 1.1; MCP {mcp})"
+    part = "" if CONTRACT_REVISION_COMPLETE else " in part, see docs/contract.md"
+    return f"kelpie-gateway {VERSION} (contract v1 revision {CONTRACT_REVISION}{part}; MCP {mcp})"
 
 
 class _Version(argparse.Action):
@@ -320,11 +441,22 @@ def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
         "allowed_origins": args.allowed_origins,
         "blocked_origins": args.blocked_origins,
         "read_only": args.read_only,
+        "observer": args.observer,
+        "network_urls": args.network_urls,
+        "network_bodies": args.network_bodies,
         "extensions_include": _globs(args.extensions_include),
         "extensions_exclude": _globs(args.extensions_exclude) or [],
+        "tools": args.tools,
         "viewport": args.viewport,
         "max_popups": args.max_popups,
         "retirement_grace_ms": args.retirement_grace_ms,
+        "files": FilesOptions(
+            tuple(args.upload_dir),
+            args.downloads_dir,
+            args.max_download_mb,
+            args.download_settle_ms,
+            args.max_downloads,
+        ),
         **_transport_options(args),
     }
 
@@ -498,6 +630,13 @@ def cmd_build_abi(args: argparse.Namespace) -> int:
     return subprocess.call(command)
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """``kelpie-gateway doctor``: see :mod:`kelpie_gateway.host.doctor`."""
+    from kelpie_gateway.host import doctor
+
+    return doctor.run(args.browser_executable, Path(args.pairings) if args.pairings else None)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from kelpie_gateway.host.demo import run_demo
 
@@ -572,10 +711,33 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
         help="allowActions:false: only reads (snapshot, screenshot, tabs.list, wait_for_text, dialog_observe)",
     )
     cmd.add_argument(
+        "--observer",
+        action="store_true",
+        help="observer:true: a read-only session whose snapshots are one-shot reads without refs (for grounding)",
+    )
+    cmd.add_argument(
+        "--network-urls",
+        choices=["redacted", "full"],
+        default="redacted",
+        help="network_requests and console URLs: redacted (default: query values and fragments hidden) or full "
+        "(credential parameters still hidden)",
+    )
+    cmd.add_argument(
+        "--network-bodies",
+        action="store_true",
+        help="let network_requests answer text response bodies (at most 64 KiB each) when a call asks",
+    )
+    cmd.add_argument(
         "--extensions-include", help="comma-separated globs of extension names to offer (default: all)"
     )
     cmd.add_argument(
         "--extensions-exclude", help="comma-separated globs of extension names to hide (wins over include)"
+    )
+    cmd.add_argument(
+        "--tools",
+        choices=("compact", "full"),
+        default="compact",
+        help="MCP tools/list: the four compact tools (default), or 'full': also one tool per method and extension",
     )
     cmd.add_argument(
         "--viewport",
@@ -597,6 +759,43 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
         metavar="MS",
         help="how long past its timeoutMs a cancelled call's page may run before the host stops its script "
         "(0..5000; default 5000, the engine's)",
+    )
+    cmd.add_argument(
+        "--upload-dir",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a folder upload_file may attach files from (repeatable; symlinks are resolved; default: none, "
+        "so upload_file is refused)",
+    )
+    cmd.add_argument(
+        "--downloads-dir",
+        metavar="DIR",
+        help="where downloads and PDFs are kept (made 0700 if missing; default: a private temporary folder "
+        "removed on exit)",
+    )
+    cmd.add_argument(
+        "--max-download-mb",
+        type=int,
+        metavar="N",
+        default=DEFAULT_MAX_DOWNLOAD_MB,
+        help=f"cancel a download past N MiB (default {DEFAULT_MAX_DOWNLOAD_MB})",
+    )
+    cmd.add_argument(
+        "--max-downloads",
+        type=int,
+        metavar="N",
+        default=DEFAULT_MAX_DOWNLOADS,
+        help=f"keep at most N downloads while the host runs; later ones are cancelled and said so "
+        f"(default {DEFAULT_MAX_DOWNLOADS}: a page reloading itself starts 10 more each time)",
+    )
+    cmd.add_argument(
+        "--download-settle-ms",
+        type=int,
+        metavar="MS",
+        default=0,
+        help="how long a click that neither navigates nor follows a download link waits for a download the "
+        "page's script may start, to report it (default 0: it is kept and listed, not reported by the click)",
     )
 
 
@@ -672,27 +871,45 @@ def build_parser() -> argparse.ArgumentParser:
     )
     call.add_argument("method", help="canonical method, e.g. tabs.list or tab.snapshot")
     call.add_argument("--params", default="{}", help="params as a JSON object (default {})")
-    call.add_argument("--url", help=f"host URL (default $KELPIE_GATEWAY_URL or {DEFAULT_URL})")
-    token = call.add_mutually_exclusive_group()
-    token.add_argument("--token", help="bearer token (prefer --token-file: argv is visible to other users)")
-    token.add_argument(
-        "--token-file", help="file holding the bearer token (default: the one pair request saved)"
-    )
-    call.add_argument("--json", action="store_true", help="print the response envelope as JSON")
-    call.add_argument("--timeout", type=float, default=60.0, help="HTTP timeout in seconds")
+    _add_client_flags(call, "bearer token (prefer --token-file: argv is visible to other users)")
     call.set_defaults(func=cmd_call)
 
-    pair = sub.add_parser("pair", help="pairing: request a token, approve/deny codes, revoke")
-    pair.add_argument("action", choices=["request", "approve", "deny", "pending", "revoke", "list"])
+    observe = sub.add_parser(
+        "observe",
+        help="read a running host's tab once, as an observer: page text and elements, no refs (grounding)",
+        epilog="exit status as call: 0 success, 1 refused (RENDERER_CHANGED: the page changed during the read, "
+        "read again), 2 usage or transport error",
+    )
+    observe.add_argument("--tab", help="the tab to read (default: the host's selected tab)")
+    observe.add_argument("--max-chars", type=int, help="page text budget, 1..12000 (default 12000)")
+    observe.add_argument("--max-elements", type=int, help="most elements, 1..200 (default 200)")
+    _add_client_flags(observe, argparse.SUPPRESS)
+    observe.set_defaults(func=cmd_observe)
+
+    pair = sub.add_parser("pair", help="pairing: request a token, approve/deny codes, revoke, prune")
+    pair.add_argument("action", choices=["request", "approve", "deny", "pending", "revoke", "list", "prune"])
     pair.add_argument("code", nargs="?", help="the code the host printed (approve/deny)")
     pair.add_argument(
         "--url", help=f"host URL (request/revoke; default $KELPIE_GATEWAY_URL or {DEFAULT_URL})"
     )
-    pair.add_argument("--client", default="kelpie-cli", help="client name shown to the operator (request)")
+    pair.add_argument(
+        "--client",
+        help="request: the client name shown to the operator (default kelpie-cli); revoke: revoke every "
+        "pairing of this client name in the pairing file",
+    )
+    pair.add_argument("--all", action="store_true", help="revoke: revoke every pairing in the pairing file")
+    pair.add_argument(
+        "--older-than",
+        type=duration,
+        metavar="DURATION",
+        help="prune: revoke the pairings made longer ago than this (30d, 12h, 90m, 45s, 2w)",
+    )
     pair.add_argument("--token", help=argparse.SUPPRESS)
     pair.add_argument("--token-file", help="where the token is saved/read")
     pair.add_argument("--socket", help="admin socket of the host (default: every running host's)")
-    pair.add_argument("--pairings", metavar="FILE", help="the host's pairing file (list; default as serve)")
+    pair.add_argument(
+        "--pairings", metavar="FILE", help="the host's pairing file (list/revoke/prune; default as serve)"
+    )
     pair.set_defaults(func=cmd_pair)
 
     build_abi = sub.add_parser(
@@ -704,6 +921,15 @@ def build_parser() -> argparse.ArgumentParser:
     build_abi.add_argument("--force", action="store_true", help="rebuild even when up to date")
     build_abi.set_defaults(func=cmd_build_abi)
 
+    doctor = sub.add_parser(
+        "doctor",
+        help="check this machine: Python, the browser, the reader bundles, the C library, the pairing file",
+        description="One line per check, with what to do for each that failed; exit 1 when one failed.",
+    )
+    doctor.add_argument("--browser-executable", help="the Chromium binary serve would be given")
+    doctor.add_argument("--pairings", metavar="FILE", help="the pairing file (default as serve)")
+    doctor.set_defaults(func=cmd_doctor)
+
     demo = sub.add_parser("demo", help="the host on the fixture site + an MCP SDK journey, step by step")
     demo.add_argument("--via-abi", action="store_true", help="run the host through the C library")
     demo.add_argument("--browser-executable", help="Chromium binary")
@@ -714,7 +940,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
-    if args.command in ("call", "pair"):
+    if args.command in ("call", "observe", "pair"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kelpie-gateway call … | head` ends quietly
     code: int = args.func(args)
     return code

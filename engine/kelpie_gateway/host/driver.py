@@ -50,13 +50,13 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kelpie_gateway import jsonrpc_error
 from kelpie_gateway.host.audit import AuditLog
-from kelpie_gateway.host.renderer import HOST_TAB_ID, Renderer, fail
+from kelpie_gateway.host.renderer import LOGGED_TAB_ID, Renderer, fail
 
 JsonObject = dict[str, Any]
 FIRST = asyncio.FIRST_COMPLETED
@@ -159,6 +159,7 @@ class Driver:
         authorize: Callable[[Mapping[str, Any]], JsonObject | Awaitable[JsonObject]] | None = None,
         audit: AuditLog | None = None,
         ready: asyncio.Future[None] | None = None,
+        listen: bool = True,
     ) -> None:
         self.gateway = gateway
         self.renderer = renderer
@@ -169,7 +170,20 @@ class Driver:
         self._late: set[asyncio.Future[Any]] = set()
         self._inflight: dict[str, _Inflight] = {}
         self._retiring: dict[str, str | None] = {}  # transaction -> tab of its stuck dispatch
-        renderer.listen(self)
+        self._also: set[GatewayLike] = set()
+        if listen:  # a one-shot observer's driver leaves the sink to the renderer's own driver (observing)
+            renderer.listen(self)
+
+    @contextlib.contextmanager
+    def observing(self, gateway: GatewayLike) -> Iterator[None]:
+        """While the block runs, ``gateway`` (a one-shot observer's, ``host/observer.py``) hears every refs
+        invalidation this driver's gateway hears, so a read during which its tab navigated or its renderer
+        changed is discarded (``RENDERER_CHANGED``, CONTRACT.md §9 v1.2)."""
+        self._also.add(gateway)
+        try:
+            yield
+        finally:
+            self._also.discard(gateway)
 
     # ------------------------------------------------------------------ entry points
     async def canonical(self, body: bytes | Mapping[str, Any], caller: Caller | None = None) -> JsonObject:
@@ -215,8 +229,11 @@ class Driver:
 
     # ------------------------------------------------------------------ renderer events (RendererEvents)
     def refs_invalidated(self, tab_id: str) -> None:
-        """A main-frame navigation, close or crash in ``tab_id``: the gateway voids its refs (CONTRACT.md §6)."""
+        """A main-frame navigation, close or crash in ``tab_id``: the gateway voids its refs (CONTRACT.md §6)
+        (and so does every observer's gateway of :meth:`observing`)."""
         self.gateway.invalidate_refs(tab_id)
+        for other in tuple(self._also):
+            other.invalidate_refs(tab_id)
 
     def tab_closed(self, tab_id: str) -> None:
         """A tab is gone for good: the gateway forgets it, so every call naming it is TAB_NOT_FOUND."""
@@ -570,7 +587,7 @@ class Driver:
             ms = (time.monotonic() - started) * 1000
         lane = audit.get("lane")
         extra = f" lane={lane}" if lane and lane != "direct" else ""
-        shown = "-" if tab is None else tab if isinstance(tab, str) and HOST_TAB_ID.match(tab) else "?"
+        shown = "-" if tab is None else tab if isinstance(tab, str) and LOGGED_TAB_ID.match(tab) else "?"
         self.log(f"tx {_printable(method)} tab={shown} {outcome} {ms:.0f}ms{extra}")
 
 

@@ -28,6 +28,9 @@ into ``RENDERER_FAILED`` results and :class:`Refused` into its result)."""
 
 HOST_TAB_ID = re.compile(r"t[1-9][0-9]{0,8}\Z")
 """The reference host's tab ids: ``t1``, ``t2`` … (never reused)."""
+LOGGED_TAB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,23}\Z")
+"""A tab id the ``tx`` log line shows as it is: the shape the engine quotes a tab id in (any renderer's ids,
+``t1`` or a test renderer's ``A``; at most 24 characters, so never a bearer token); anything else is ``?``."""
 
 
 def shown_tab(value: object) -> str:

@@ -61,10 +61,18 @@ from aiohttp.web_response import StreamResponse
 from aiohttp.web_server import Server
 
 from kelpie_gateway import JsonError, jsonrpc_error, loads, mcp_http_refusal
-from kelpie_gateway.host.auth import MAX_PENDING_PAIRINGS, Pairing, PairingFull, PairingRecord, TokenStore
+from kelpie_gateway.host.auth import (
+    MAX_PENDING_PAIRINGS,
+    Pairing,
+    PairingFull,
+    PairingRecord,
+    RefusalLog,
+    TokenStore,
+)
 from kelpie_gateway.host.auth import state_dir as state_dir  # re-exported: it moved to auth (a light import)
 from kelpie_gateway.host.contexts import Client, DriverSource, Lease
 from kelpie_gateway.host.driver import Caller
+from kelpie_gateway.host.observer import observe
 
 JsonObject = dict[str, Any]
 
@@ -375,6 +383,7 @@ class HostServer:
         self.tokens = tokens
         self.pairing = pairing
         self.log = log
+        self.refusals = RefusalLog(log)
         self.port = 0
         self.bind = "127.0.0.1"
 
@@ -394,6 +403,7 @@ class HostServer:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_post("/v1/browser-control", self.canonical, expect_handler=self._expect)
+        app.router.add_post("/v1/observe", self.observe, expect_handler=self._expect)
         app.router.add_post("/mcp", self.mcp, expect_handler=self._expect)
         app.router.add_get("/mcp", self.mcp_get, expect_handler=_no_continue)
         app.router.add_delete("/mcp", self.mcp_get, expect_handler=_no_continue)
@@ -431,6 +441,7 @@ class HostServer:
     def _check_host(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
         host = request.headers.get("Host", "")
         if host not in self.allowed_hosts():
+            self.refusals.refused(403, "Host header not the loopback address served")
             raise _Refused(
                 _json(403, err("NOT_AUTHORIZED", "the Host header must name the loopback address served"))
             )
@@ -450,6 +461,11 @@ class HostServer:
         """The pairing of a valid bearer; else raises the 401 its verdict deserves (missing, unknown, revoked)."""
         verdict, entry = self.tokens.check(token)
         if token is None or verdict != "valid" or entry is None:
+            if verdict == "revoked" and entry is not None:
+                self.refusals.refused(401, "revoked bearer", f"client {entry.client!r}")
+                self.drivers.revoked(entry.digest.hex())  # its context closes now, not at the next sweep
+            else:
+                self.refusals.refused(401, f"{verdict} bearer")
             message = unauthorized_message(verdict)
             challenge = 'Bearer realm="kelpie-gateway"'
             if verdict != "missing":
@@ -479,6 +495,7 @@ class HostServer:
 
     def _check_origin(self, request: web.Request, err: Callable[[str, str], JsonObject]) -> None:
         if "Origin" in request.headers:
+            self.refusals.refused(403, "Origin header (a web page)")
             raise _Refused(
                 _json(403, err("NOT_AUTHORIZED", "requests from web pages (Origin header) are refused"))
             )
@@ -523,23 +540,50 @@ class HostServer:
         return b"".join(chunks)
 
     # ------------------------------------------------------------------ canonical
+    async def _envelope_body(self, request: web.Request) -> tuple[str | None, bytes]:
+        """The checks of the envelope routes (``/v1/browser-control``, ``/v1/observe``) and the body: the
+        bearer and the body, or :class:`_Refused` with the status and envelope to answer."""
+        err = _envelope_error
+        token = self._admit(request, err)
+        self._check_type(request, err)
+        too_large = err("REQUEST_TOO_LARGE", f"the request body is over {MAX_BODY} bytes (4 MiB)")
+        return token, await self._read(request, too_large)
+
     async def canonical(self, request: web.Request) -> web.StreamResponse:
         """``POST /v1/browser-control``: canonical request in, envelope out (CONTRACT.md §3-4)."""
-        err = _envelope_error
         try:
-            token = self._admit(request, err)
-            self._check_type(request, err)
-            body = await self._read(
-                request,
-                _envelope_error("REQUEST_TOO_LARGE", f"the request body is over {MAX_BODY} bytes (4 MiB)"),
-            )
-            caller, lease = self._caller(token, "http", err)
+            token, body = await self._envelope_body(request)
+            caller, lease = self._caller(token, "http", _envelope_error)
         except _Refused as refused:
             return await _refuse(request, refused)
         with lease:
             step = await lease.driver.canonical(body, caller)
             response = step.get("response")
             return await self._deliver(request, lease, step, _json(_http_status(response), response))
+
+    async def observe(self, request: web.Request) -> web.StreamResponse:
+        """``POST /v1/observe``: ``tab.snapshot``'s params as a JSON object in, the envelope of a one-shot
+        observer's read out (``host/observer.py``; CONTRACT.md §9 v1.2): no refs, one page, discarded
+        ``RENDERER_CHANGED`` when the tab changed during it. The same status rules as the canonical route."""
+        err = _envelope_error
+        try:
+            token, body = await self._envelope_body(request)
+            try:
+                params = loads(body) if body.strip() else {}  # a repeated member name is refused too
+            except JsonError as exc:
+                raise _Refused(
+                    _json(400, err("INVALID_JSON", f"the body is not JSON: {exc}"[:300]))
+                ) from None
+            if not isinstance(params, dict):
+                raise _Refused(_json(400, err("INVALID_REQUEST", "the body must be a JSON object of params")))
+            caller, lease = self._caller(token, "observe", err)
+        except _Refused as refused:
+            return await _refuse(request, refused)
+        with lease:  # the client's own context under --isolation per-client
+            driver = lease.driver
+            step = await observe(driver.renderer, params, log=self.log, main=driver, caller=caller)
+        response = step.get("response")
+        return _json(_http_status(response), response)  # a read: nothing to reconcile if it is not delivered
 
     # ------------------------------------------------------------------ MCP
     async def mcp_get(self, request: web.Request) -> web.StreamResponse:

@@ -12,9 +12,15 @@ One process holds the browser and the gateway; the parent (the MCP client) owns 
   descriptor 1 to a private descriptor and points fd 1 at stderr, so a stray ``print`` or a child process
   (Playwright's driver, Chromium) can never corrupt the channel; fd 0 becomes ``/dev/null`` likewise.
 * **stderr**: the operator log (start-up, one ``tx`` line per transaction).
-* Messages run concurrently (each one is its own transaction task), so ``notifications/cancelled`` reaches
-  an in-flight ``tools/call`` and a recovery extension can answer a dialog while a click waits; responses
-  are written whole, one per line, in completion order (JSON-RPC ids pair them).
+* Requests run in arrival order (issue 34; docs/host.md "Request order over stdio"): a request enters the
+  gateway only after the previous one was answered, so an agent that sends several tool calls at once gets
+  them answered one after another instead of ``BUSY`` (the gateway's BUSY rule is unchanged; this is the
+  transport's queue, and HTTP has none). Notifications and responses are handled at once, so
+  ``notifications/cancelled`` reaches the in-flight ``tools/call`` (answered ``CANCELLED`` by the gateway)
+  or removes a queued one (which then gets no answer, as MCP's cancellation rules say). A call of a
+  *recovery* extension (``dialog_accept``, …) skips the queue too: it exists to answer while a click waits.
+  Lines that are not a JSON object with a ``method`` go to the engine at once (it refuses them).
+  Responses are written whole, one per line.
 * No pairing and no bearer: whoever holds the pipe is the client the operator launched. In the audit log
   (``--audit-log``) its transactions are ``client: "stdio"``, ``transport: "stdio"``.
 * ``--connect URL`` (issue 17, docs/tunnel.md): the same gateway is also served over an outbound WebSocket
@@ -33,7 +39,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, BinaryIO
 
 import orjson
@@ -47,8 +53,11 @@ from kelpie_gateway.host.app import (
     watch_audit,
 )
 from kelpie_gateway.host.driver import Caller
+from kelpie_gateway.host.parts import extension_descriptors
 from kelpie_gateway.host.tunnel import Tunnel, TunnelConfigError
 
+REQUEST_ORDER = "arrival"
+"""How this transport runs one client's requests: one after another in arrival order (module docstring)."""
 MAX_LINE = 4 * 1024 * 1024
 """The request cap of CONTRACT.md §8; the engine refuses anything longer without parsing it."""
 DRAIN_S = 15.0
@@ -127,6 +136,50 @@ class LineReader:
 STDIO_CALLER = Caller(client="stdio", transport="stdio")
 """Who the stdio client is in the audit log: the process that launched this one."""
 
+_RECOVERY: frozenset[str] = frozenset(
+    str(d["name"]) for d in extension_descriptors() if d.get("recovery") is True
+)
+"""The host's recovery extensions: their calls skip the request queue (see the module docstring)."""
+
+
+def _recovery_call(message: dict[str, Any]) -> bool:
+    """Whether ``message`` is a ``tools/call`` of a recovery extension, by any of the three tool shapes
+    (``kelpie_extension {name}``, ``kelpie_browser_control {method:"extension.call", params:{name}}`` or
+    the extension's own tool name)."""
+    params = message.get("params")
+    if message.get("method") != "tools/call" or not isinstance(params, dict):
+        return False
+    tool = params.get("name")
+    arguments = params.get("arguments")
+    arguments = arguments if isinstance(arguments, dict) else {}
+    if tool == "kelpie_extension":
+        name = arguments.get("name")
+    elif tool == "kelpie_browser_control" and arguments.get("method") == "extension.call":
+        inner = arguments.get("params")
+        name = inner.get("name") if isinstance(inner, dict) else None
+    else:
+        name = tool
+    return isinstance(name, str) and name in _RECOVERY
+
+
+def _queued_id(line: bytes) -> tuple[bool, Any]:
+    """``(True, id)`` for a request that waits its turn; ``(False, requestId or None)`` for what goes to
+    the engine at once (a ``notifications/cancelled`` gives the id it names)."""
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False, None
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return False, None
+    if "id" not in message:
+        params = message.get("params")
+        if message["method"] == "notifications/cancelled" and isinstance(params, dict):
+            return False, params.get("requestId")
+        return False, None
+    if _recovery_call(message):
+        return False, None
+    return True, message["id"]
+
 
 class StdioServer:
     """The JSON-RPC loop over one :class:`BrowserStack`; see the module docstring."""
@@ -141,6 +194,10 @@ class StdioServer:
         self.closed = asyncio.Event()
         self.tasks: set[asyncio.Task[None]] = set()
         self.broken = False
+        self.queue: list[tuple[Any, bytes]] = []
+        """Requests waiting for the one in flight, in arrival order: ``(id, line)``."""
+        self.turn: asyncio.Task[None] | None = None
+        """The task running the queue's requests one by one (None when the queue is idle)."""
 
     def _deliver(self, line: bytes | None) -> None:
         if line is None:
@@ -148,9 +205,37 @@ class StdioServer:
             return
         if not line.strip() or self.closed.is_set():
             return
-        task = asyncio.ensure_future(self._handle(line))
+        queued, rid = _queued_id(line)
+        if queued:
+            self.queue.append((rid, line))
+            if self.turn is None:
+                self.turn = self._spawn(self._take_turns())
+            return
+        if rid is not None:
+            self._drop_queued(rid)
+        self._spawn(self._handle(line))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        return task
+
+    def _drop_queued(self, rid: Any) -> None:
+        """A cancellation of a request still waiting its turn: it never enters the gateway."""
+        for i, (queued, _line) in enumerate(self.queue):
+            if type(queued) is type(rid) and queued == rid:
+                del self.queue[i]
+                self.log(f"stdio: request {orjson.dumps(rid).decode()[:40]} cancelled while queued: not run")
+                return
+
+    async def _take_turns(self) -> None:
+        try:
+            while self.queue and not self.broken:
+                _rid, line = self.queue.pop(0)
+                await self._handle(line)
+        finally:
+            self.turn = None
 
     async def _handle(self, line: bytes) -> None:
         step = await self.stack.driver.mcp(line, STDIO_CALLER)
@@ -169,7 +254,8 @@ class StdioServer:
             self.closed.set()
 
     async def run(self) -> None:
-        """Serve until stdin closes (or :attr:`closed` is set), then drain in-flight transactions."""
+        """Serve until stdin closes (or :attr:`closed` is set), then drain in-flight transactions and the
+        requests still queued (all bounded by :data:`DRAIN_S`)."""
         LineReader(self.rpc_in, asyncio.get_running_loop(), self._deliver).start()
         await self.closed.wait()
         if self.tasks:
@@ -224,6 +310,8 @@ async def _serve_stdio(
         log(f"browser {stack.description}")
     else:
         log("browser starting (MCP is answered meanwhile; browser calls wait for it)")
+    if stack.files is not None and opts.browser != "none":
+        log(stack.files.describe())
     if stack.driver.audit is not None:
         log(f"audit log {stack.driver.audit.path} (one JSON line per transaction; SIGHUP reopens it)")
     if tunnel is not None:

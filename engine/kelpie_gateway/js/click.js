@@ -6,7 +6,8 @@
 // the disabled attribute, a disabled fieldset/optgroup/select, aria-disabled on it or an ancestor, inert,
 // outside an open modal dialog — and an optgroup label (NOT_ACTIONABLE).
 // An option click is verified afterwards (privately: the option's selectedness, never a value): if the
-// page undid it, EFFECT_NOT_OBSERVED with mayHaveCompleted:true.
+// page undid it, EFFECT_NOT_OBSERVED with mayHaveCompleted:true. A click on (or inside) a link that downloads
+// (`download` attribute, blob: or data: URL) answers {clicked:true, downloadLink:true} (a hint for the host).
 
 // Select `option` of `select` as a user choosing it does: a single select selects it (nothing happens
 // when it already is), a `multiple` one toggles it; `input` then `change` bubble from the select when
@@ -40,6 +41,12 @@ async function main(P) {
     }
     return { clicked: true };
   }
+  // A link that downloads rather than navigates (a `download` attribute, a blob: or data: URL): the host
+  // waits for its download to begin (it starts in the browser process, after this answer). Read before the
+  // click, whose handlers may change the link.
+  const link = isHTML(el) && typeof el.closest === "function" ? el.closest("a[href], area[href]") : null;
+  const href = link ? String(link.getAttribute("href") || "") : "";
+  const downloadLink = !!link && (link.hasAttribute("download") || /^\s*(blob|data):/i.test(href));
   STATE.effect = true;
   if (typeof el.click === "function") {
     el.click();
@@ -47,5 +54,5 @@ async function main(P) {
     const view = el.ownerDocument.defaultView;
     el.dispatchEvent(new view.MouseEvent("click", { bubbles: true, cancelable: true, composed: true, view }));
   }
-  return { clicked: true };
+  return downloadLink ? { clicked: true, downloadLink: true } : { clicked: true };
 }

@@ -17,6 +17,21 @@
 // and starts a watch: trusted events of the types P.watch reaching the element's window are recorded
 // (whether the element is on their composed path) until a report collects them.
 //
+// P.outer (with "aim" and "frame"): where this world's document is seen in the top-level viewport when
+// it is a frame the host reads in a world of its own (issue 30: an out-of-process frame, or any frame of a
+// host that reads frames) — {dx, dy, clip, view}: the offset of this document's viewport in the top
+// viewport, the part of the top viewport through which it can be seen, and the top viewport's size. The
+// host gets it from the parent documents' worlds (op "frame"); without it this world's document is the
+// top one.
+//
+// P.op === "frame" ({frame, outer?, scroll?, point?}): for the frame element the host tagged with CDP
+// frame id P.frame in this world (docs/reader.md "Frames"), its own outer — where the frame's document is
+// seen in the top viewport, through this document's place (P.outer) and its same-origin ancestors — after
+// scrolling the frame element into view when P.scroll and it is not wholly visible; with P.point {x, y}
+// (top viewport) the hit test instead: whether the pointer there lands on the frame element (through
+// this document's same-origin ancestors), else the refusal naming the cover. {outer} or {hit: true}, or
+// NODE_REPLACED for a frame element that is gone.
+//
 // P.op === "report" ({handles}): for each handle, its watch's record {events: {type: "same" |
 // "descendant" | "outside"}, dragstartPrevented?, connected} (null without a watch), and the watch ends
 // (unless P.keep: a look in the middle of a gesture).
@@ -82,12 +97,20 @@ function ancestorClip(el) {
 // The one place a document's coordinates are mapped to the top-level viewport's (CDP Input coordinates):
 // `{dx, dy, clip, frames}` — add dx/dy to a point of `doc`; `clip` is the part of the top viewport through
 // which `doc` can be seen; `frames` the frame elements from `doc` up (each with the point to hit-test in
-// its own document, filled in by hitTest). Same-origin frames only: a cross-origin frame's document is not
-// reachable from this world (issue 30 gives those documents worlds of their own). Returns null when a link
-// is unreachable.
+// its own document, filled in by hitTest). The frames this world reaches are its own document's same-origin
+// ones; a frame the host reads in a world of its own (cross-origin, out-of-process) is placed by the host's
+// P.outer, which the parents' worlds measured (op "frame"). Returns null when a link is unreachable.
+// P.outer, when the host gave one: this world's document as seen in the top viewport (see the header).
+let OUTER = null;
+function baseOf(outer) {
+  if (outer) return outer;
+  const view = viewportOf(document);
+  return { dx: 0, dy: 0, clip: view, view: { width: view.right, height: view.bottom } };
+}
 function toTop(doc) {
-  let dx = 0;
-  let dy = 0;
+  const base = baseOf(OUTER);
+  let dx = base.dx;
+  let dy = base.dy;
   let clip = viewportOf(doc);
   const frames = [];
   for (let d = doc, hops = 0; d !== document; hops++) {
@@ -106,7 +129,9 @@ function toTop(doc) {
     dy += oy;
     d = outer;
   }
-  return { dx, dy, clip, frames };
+  // This world's document coordinates into the top viewport's: the host's outer (none: they are the same).
+  clip = meet(shift(clip, base.dx, base.dy), base.clip);
+  return { dx, dy, clip, frames, base };
 }
 
 // The element's geometry now: its bounding box and the largest visible part of its boxes, both in top
@@ -213,8 +238,8 @@ function hitTest(el, x, y, top, found) {
   // Outermost first: a frame covered in its parent document hides everything inside it.
   for (let i = top.frames.length - 1; i >= 0; i--) {
     const { frame } = top.frames[i];
-    let fx = x;
-    let fy = y;
+    let fx = x - top.base.dx;
+    let fy = y - top.base.dy;
     for (let j = top.frames.length - 1; j > i; j--) {
       fx -= top.frames[j].ox;
       fy -= top.frames[j].oy;
@@ -338,11 +363,50 @@ async function aim(P) {
   const why = hitTest(el, x, y, g.top, found);
   if (why) return fail("NOT_ACTIONABLE", `${why}; nothing was dispatched; deal with what is in the way first (close or scroll it)`, false);
   startWatch(registry(true), P.handle, el, P.watch || []);
-  const view = viewportOf(document);
-  return { x, y, target: found.target, width: view.right, height: view.bottom };
+  const view = baseOf(OUTER).view;
+  return { x, y, target: found.target, width: view.width, height: view.height };
+}
+
+// ---------------------------------------------------------------- a frame element, for the host
+function frameOwner(id) {
+  const frames = globalThis.__kelpieFrames;
+  const ref = frames && frames.owners ? frames.owners.get(id) : null;
+  const el = ref ? ref.deref() : null;
+  return el && isLive(el) ? el : null;
+}
+function frameStep(P) {
+  const el = frameOwner(P.frame);
+  if (!el) return fail("NODE_REPLACED", "the element's frame was removed from its page since the snapshot; nothing was dispatched; take a new snapshot", false);
+  if (P.point) {
+    const why = hitTest(el, P.point.x, P.point.y, toTop(el.ownerDocument), {});
+    return why ? fail("NOT_ACTIONABLE", `${why.replace("the element", "the element's frame")}; nothing was dispatched; deal with what is in the way first (close or scroll it)`, false) : { hit: true };
+  }
+  const place = () => {
+    const top = toTop(el.ownerDocument);
+    if (!top) return null;
+    const st = el.ownerDocument.defaultView.getComputedStyle(el);
+    const r = el.getBoundingClientRect();
+    const ox = r.left + el.clientLeft + px(st.paddingLeft);
+    const oy = r.top + el.clientTop + px(st.paddingTop);
+    const content = rect(ox, oy, ox + el.clientWidth - px(st.paddingLeft) - px(st.paddingRight), oy + el.clientHeight - px(st.paddingTop) - px(st.paddingBottom));
+    const seen = meet(meet(content, ancestorClip(el)), shift(top.clip, -top.dx, -top.dy));
+    return { dx: ox + top.dx, dy: oy + top.dy, clip: shift(seen, top.dx, top.dy), view: top.base.view, box: shift(rect(r.left, r.top, r.right, r.bottom), top.dx, top.dy) };
+  };
+  let at = place();
+  if (!at) return fail("NOT_ACTIONABLE", "the element's frame is in a frame this world cannot reach; nothing was dispatched", false);
+  const whole = (p) => p.clip.left <= p.box.left && p.clip.top <= p.box.top && p.clip.right >= p.box.right && p.clip.bottom >= p.box.bottom;
+  if (P.scroll && !whole(at)) {
+    el.scrollIntoView({ block: "nearest", inline: "nearest", behavior: "instant" });
+    at = place() || at;
+  }
+  const { box, ...outer } = at;
+  if (!area(outer.clip)) outer.clip = rect(0, 0, 0, 0);
+  return { outer };
 }
 
 async function main(P) {
+  OUTER = P.outer || null;
   if (P.op === "report") return report(P);
+  if (P.op === "frame") return frameStep(P);
   return aim(P);
 }

@@ -4,11 +4,16 @@
 // engine hands back, as P.cursor, to read the next page of the same snapshot; the engine keeps it
 // private and gives the client an opaque `next` cursor instead (§3, §9 v1.1).
 //
-// P: {key, maxChars, maxElements, scope?: handle, cursor?: {snapshot, textAt, elementAt}}.
+// P: {key, maxChars, maxElements, scope?: handle, cursor?: {snapshot, textAt, elementAt}} from the engine;
+// a host that reads frames adds `part: true` (answer as a part of a composite) or sends `frames:
+// [[frame, outcome], …]` (the answers for what the last answer wanted): core/80-frames.js, docs/reader.md
+// "Frames". A read that meets frames the host reads in their own worlds answers {kelpieFrames: wants}
+// until the host has given it what it needs.
+// An observer's read is {observe: true, maxChars, maxElements} instead (no registry, below).
 // A new snapshot (with or without scope) replaces the registry's nodes and the kept read; a
 // continuation adds its nodes (earlier pages' handles stay valid) and is refused STALE_SNAPSHOT when
 // the kept read is not the cursor's or the document changed since (a MutationObserver on every tree
-// the read looked into: the document, open shadow roots, same-origin frame documents).
+// the read looked into: the document, open shadow roots, same-origin frame documents read inline).
 
 function watch(snap) {
   const obs = new MutationObserver(() => {
@@ -49,6 +54,7 @@ function continuation(reg, P) {
   if (snap.changed) {
     return fail("STALE_SNAPSHOT", "the document changed since this snapshot; take a new tab.snapshot", false);
   }
+  if (snap.frames) return continueFrames(reg, snap, P);
   if (!(at.textAt >= 0 && at.textAt <= snap.rec.text.length && at.elementAt >= 0 && at.elementAt <= snap.rec.order.length)) {
     return fail("RENDERER_FAILED", "the continuation position is outside this snapshot", false);
   }
@@ -131,7 +137,21 @@ function warmUp(P) {
 // A snapshot runs no page code from its start to its answer: all of it is `frozen` (core.js), so the facts
 // that cannot change meanwhile are read once.
 async function main(P) {
-  return frozen(() => (P.warm === true ? warmUp(P) : read(P)));
+  return frozen(() => (P.warm === true ? warmUp(P) : P.observe === true ? observe(P) : P.frames ? composeFrames(P) : read(P)));
+}
+
+// ---------------------------------------------------------------- observer mode (contract §9 v1.2)
+// P = {observe: true, maxChars, maxElements}: a one-shot read of the whole document by the same reader,
+// for a gateway configured `observer: true`. It never touches the registry (no registry is made, none
+// is read, no node is kept) and installs nothing: no pagehide/popstate/hashchange listener, no
+// MutationObserver, no kept read. One page only (no `rest`): {url, title, text, truncated, elements:
+// [{tag, role, label, …}]} — the elements carry no handle, so nothing of the answer can name a node.
+function observe(P) {
+  const rec = readRecord(null, P.maxChars);
+  const page = pageOf(rec, 0, 0, P.maxChars, P.maxElements);
+  const flags = { truncated: page.truncated };
+  const elements = page.picked.map((info) => describe(info, flags));
+  return { url: rec.url, title: rec.title, text: page.text, truncated: flags.truncated, elements };
 }
 
 function read(P) {
@@ -142,12 +162,13 @@ function read(P) {
     start = lookup(P.scope);
     if (!start) return fail("NODE_REPLACED", "the scope element was replaced or removed since the snapshot; take a new snapshot", false);
   }
-  const rec = readRecord(start, P.maxChars);
+  const rec = readRecord(start, P.maxChars, true);
   if (reg.snap && reg.snap.observer) reg.snap.observer.disconnect();
   reg.nodes.clear();
   reg.snaps = (reg.snaps || 0) + 1;
   const snap = { token: reg.nonce + "-" + reg.snaps.toString(36), rec, changed: false, observer: null };
   reg.snap = snap;
   watch(snap);
+  if (rec.slots.length || P.part === true) return startFrames(reg, snap, P);
   return answer(reg, snap, 0, 0, P);
 }

@@ -15,12 +15,14 @@ Modules (each imports only those above it; ``tests/engine/test_layering.py`` kee
 ``protocol``      JSON-RPC shapes, ids, error codes and builders; the eras and revisions; the stateless
                   revision's ``_meta`` envelope and stamp (no gateway)
 ``http``          the pure HTTP header rules of the stateless revision (:func:`http_refusal`)
+``resources``     ``resources/list``, ``resources/read``, ``resources/templates/list``: the host's
+                  ``resources-list`` / ``resources-read`` extensions as canonical ``extension.call``
 ``tools``         ``tools/list``, ``kelpie_browser_control``'s generated schema, the instructions
 ``translation``   ``tools/call`` to canonical requests and their envelopes back to tool results
 ``frontend``      :func:`begin`: parse, pick the era, route each method (the table below)
 ================  ==========================================================================================
 
-This module re-exports the public names of all five, so ``kelpie_gateway.mcp.X`` keeps working.
+This module re-exports the public names of all six, so ``kelpie_gateway.mcp.X`` keeps working.
 
 Message handling (decisions where the contract is silent are in ``docs/mcp.md``):
 
@@ -49,6 +51,8 @@ a response (``result``/         no response (202): this server never sends reque
                                 ``instructions``, ``ttlMs``, ``cacheScope``
 ``tools/list``                  the tools that have something to offer (no cursor: one page)
 ``tools/call``                  see :data:`TOOL_BROWSER` … and direct extension names
+``resources/list``, ``…/read``  the host's ``resources-list`` / ``resources-read`` extensions (``-32601``
+``resources/templates/list``    when it has none; ``templates/list`` answers ``[]``): :mod:`.resources`
 anything else                   ``-32601``
 ==============================  =============================================================================
 
@@ -103,6 +107,7 @@ from .protocol import (
     rpc_result,
     server_info,
 )
+from .resources import LIST_ENDPOINT, READ_ENDPOINT
 from .tools import (
     DEFAULT_TOOLS,
     TOOL_BROWSER,
@@ -126,6 +131,7 @@ __all__ = [
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "LATEST_PROTOCOL_VERSION",
+    "LIST_ENDPOINT",
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
     "META_PROTOCOL_VERSION",
@@ -135,6 +141,7 @@ __all__ = [
     "NEXT_STEPS",
     "PARSE_ERROR",
     "PROTOCOL_VERSIONS",
+    "READ_ENDPOINT",
     "SERVER_NAME",
     "SERVER_TITLE",
     "SUPPORTED_VERSIONS",

@@ -39,6 +39,8 @@ from .protocol import (
     stamp,
     with_http_status,
 )
+from .resources import METHODS as RESOURCE_METHODS
+from .resources import capabilities, resources_request
 from .tools import cached, tools_list
 from .translation import tools_call
 
@@ -141,6 +143,8 @@ def _request(gw: GatewayCore, rid: Any, method: str, params: JsonObject) -> Json
         result = tools_list(gw, params)
     elif method == "tools/call":
         return tools_call(gw, rid, params, _same)
+    elif method in RESOURCE_METHODS:
+        return resources_request(gw, rid, method, params, _same, stateless=False)
     else:
         raise RpcError(METHOD_NOT_FOUND, f"method not found: {_method(method)}", "UNSUPPORTED_METHOD")
     response = rpc_result(rid, result)
@@ -159,6 +163,8 @@ def _stateless_request(gw: GatewayCore, rid: Any, method: str, params: JsonObjec
         result = {**tools_list(gw, params), "ttlMs": CACHE_TTL_MS, "cacheScope": CACHE_SCOPE}
     elif method == "tools/call":
         return tools_call(gw, rid, params, stamp)
+    elif method in RESOURCE_METHODS:
+        return resources_request(gw, rid, method, params, stamp, stateless=True)
     elif method in ("ping", "initialize"):
         raise RpcError(
             METHOD_NOT_FOUND,
@@ -179,7 +185,7 @@ def discover(gw: GatewayCore) -> JsonObject:
     return {
         "resultType": "complete",
         "supportedVersions": list(SUPPORTED_VERSIONS),
-        "capabilities": {"tools": {"listChanged": False}},
+        "capabilities": capabilities(gw),
         "serverInfo": server_info(),
         "instructions": cached(gw)["instructions"],
         "ttlMs": CACHE_TTL_MS,
@@ -193,7 +199,7 @@ def _initialize(gw: GatewayCore, params: JsonObject) -> JsonObject:
         raise RpcError(INVALID_PARAMS, "initialize needs params.protocolVersion (a string)", "INVALID_PARAMS")
     return {
         "protocolVersion": wanted if wanted in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
-        "capabilities": {"tools": {"listChanged": False}},
+        "capabilities": capabilities(gw),
         "serverInfo": server_info(),
         "instructions": cached(gw)["instructions"],
     }

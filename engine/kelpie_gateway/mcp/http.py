@@ -41,6 +41,9 @@ def _header_value(raw: str) -> str | None:
 
 
 _ROUTING_HEADERS: Final = ("mcp-protocol-version", "mcp-method", "mcp-name")
+NAME_BEARING: Final = {"tools/call": "name", "resources/read": "uri"}
+"""The methods whose ``Mcp-Name`` header mirrors a params member (2026-07-28): ``tools/call`` its
+``name``, ``resources/read`` its ``uri``."""
 
 
 def http_refusal(body: str | bytes, headers: Iterable[tuple[str, str]]) -> JsonObject | None:
@@ -56,7 +59,8 @@ def http_refusal(body: str | bytes, headers: Iterable[tuple[str, str]]) -> JsonO
     * A stateless request — the body is one (:func:`is_stateless`) or ``MCP-Protocol-Version`` names
       ``2026-07-28`` — needs its ``_meta`` envelope (``-32602``), then ``MCP-Protocol-Version`` equal to
       the envelope's revision, ``Mcp-Method`` equal to ``method`` and, for ``tools/call``, ``Mcp-Name``
-      equal to ``params.name`` (plain or ``=?base64?…?=``); a missing or different one is ``-32020``.
+      equal to ``params.name`` (``resources/read``: ``params.uri``; plain or ``=?base64?…?=``); a missing
+      or different one is ``-32020``.
     * Notifications and responses need no headers (the revision defines none for them); handshake-era
       requests are not checked beyond the version.
     """
@@ -107,15 +111,21 @@ def http_refusal(body: str | bytes, headers: Iterable[tuple[str, str]]) -> JsonO
             f"the Mcp-Method header ({'missing' if got is None else shown(got, 'a method name', NAME_SHAPE)}) "
             f"does not match the method {shown(method, 'a method name', NAME_SHAPE)}",
         )
-    name = params.get("name")
-    if method == "tools/call" and isinstance(name, str):
+    member = NAME_BEARING.get(method)
+    bearing = params.get(member) if member is not None else None
+    if isinstance(bearing, str):
         raw = seen.get("mcp-name")
-        if raw is None or _header_value(raw) != name:
+        if raw is None or _header_value(raw) != bearing:
             return _http_refusal(
                 rid,
                 HEADER_MISMATCH,
                 f"the Mcp-Name header ({'missing' if raw is None else 'different'}) does not match "
-                f"params.name {shown(name, 'a tool name', NAME_SHAPE)}",
+                f"params.{member} "
+                + (
+                    shown(bearing, "a tool name", NAME_SHAPE)
+                    if member == "name"
+                    else f"(a {len(bearing)}-character URI, not quoted)"
+                ),
             )
     if wanted not in MODERN_PROTOCOL_VERSIONS:
         return _refusal_of(rid, unsupported_version(wanted))

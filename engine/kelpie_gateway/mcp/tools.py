@@ -163,6 +163,42 @@ def list_tools(gw: GatewayCore) -> list[JsonObject]:
                 "annotations": {"readOnlyHint": not mutating},
             },
         ]
+    if gw.config.mcp_tools == "full":
+        tools += full_catalogue(gw)
+    return tools
+
+
+def full_catalogue(gw: GatewayCore) -> list[JsonObject]:
+    """``mcpTools: "full"`` (``--tools full``, issue 34): one tool per admitted method (named after it, its
+    arguments the method's params) and per admitted extension (its own name and inputSchema), after the
+    compact four, for clients that prefer direct tools. Calling one is the same transaction as through
+    ``kelpie_browser_control`` / ``kelpie_extension``."""
+    cfg = gw.config
+    tab_required = cfg.targeting == "direct" and cfg.pinned_tab is None
+    tools: list[JsonObject] = []
+    for name in gw.catalog.methods:
+        m = METHODS[name]
+        if name == "extension.call":
+            continue  # each extension is its own tool below
+        tools.append(
+            {
+                "name": name,
+                "title": name,
+                "description": m.summary,
+                "inputSchema": params_json_schema(m, tab_required=tab_required and m.tab_scoped),
+                "annotations": {"readOnlyHint": not m.mutates, "openWorldHint": True},
+            }
+        )
+    for ext in gw.catalog.extensions.values():
+        tools.append(
+            {
+                "name": ext.name,
+                "title": ext.name,
+                "description": ext.description,
+                "inputSchema": jsonio.clone(ext.input_schema),
+                "annotations": {"readOnlyHint": not ext.mutates},
+            }
+        )
     return tools
 
 
@@ -176,9 +212,14 @@ def instructions(gw: GatewayCore) -> str:
     methods = set(gw.catalog.methods)
     parts = [
         f"This server controls a web browser through {TOOL_BROWSER} {{method, params}}; "
-        'method "documentation" returns the full reference of what this browser offers.'
+        'method "documentation" is its full reference.'
     ]
-    if "tab.snapshot" in methods:
+    if "tab.snapshot" in methods and gw.config.observer:
+        parts.append(
+            "This is a read-only observer: tab.snapshot returns the page's text and elements without refs "
+            "(one page, nothing to act on); RENDERER_CHANGED means the page changed during the read: read again."
+        )
+    elif "tab.snapshot" in methods:
         parts.append(
             "Observe a tab with tab.snapshot: it returns page text and elements with refs (like s3e7). "
             "A ref works only on its own tab until the next snapshot, navigation or action there; "
@@ -195,9 +236,10 @@ def instructions(gw: GatewayCore) -> str:
         "not retry. Credentials in reported URLs read REDACTED."
     )
     if gw.catalog.extensions:
+        pictures = "screenshot" in gw.catalog.extensions and "tab.screenshot" in methods
         parts.append(
             f"Extensions: {TOOL_EXTENSIONS} lists them, {TOOL_EXTENSION_TOOLS} describes them, "
-            f"{TOOL_EXTENSION} calls one."
+            f"{TOOL_EXTENSION} calls one" + ("; screenshot: element, full page, JPEG." if pictures else ".")
         )
         native = [n for n in NATIVE_INPUT if n in gw.catalog.extensions]
         if native:

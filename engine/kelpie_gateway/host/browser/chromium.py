@@ -29,8 +29,9 @@ is relaunched (or reattached) and :meth:`ChromiumRenderer.available` lets the ne
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
@@ -39,10 +40,13 @@ from kelpie_gateway.host.policy import SitePolicy
 from kelpie_gateway.host.remote import RemoteBrowser
 from kelpie_gateway.host.renderer import Endpoint, JsonObject, Refused, RendererEvents, fail
 
-from .common import Tab, short
+from .common import LaneOptions, Tab, short
 from .lifecycle import VIEWPORT, ContextOptions, Lifecycle
 from .link import BrowserLink, context_proxy
 from .pages import DEFAULT_MAX_POPUPS, Pages
+
+if TYPE_CHECKING:
+    from kelpie_gateway.host.files import Files
 
 _MARK = "_kelpie_endpoint"
 BROWSER_PATIENCE_S = 1.5
@@ -103,6 +107,15 @@ class Part:
     def closed(self, tab: Tab) -> None:
         """``tab`` is gone: closed by anyone, or gone with its browser."""
 
+    async def around(
+        self, method: str, params: Mapping[str, Any], run: Callable[[], Awaitable[JsonObject]]
+    ) -> JsonObject:
+        """Run a native call: ``run()`` (the handler, or the next part's ``around``) and answer its result,
+        which a part may amend (the downloads part waits for a download a click started and reports it).
+        Only parts that override it are chained, in :data:`PARTS` order, outermost first; ``run`` never
+        raises (its errors are results)."""
+        return await run()
+
 
 P = TypeVar("P", bound=Part)
 
@@ -132,7 +145,8 @@ class ChromiumRenderer:
     (``http://127.0.0.1:PORT``) when the policy is restrictive, for a renderer with a browser of its own
     (with a ``link``, the link and ``context_options`` carry it: ``lifecycle.py``); ``policy``: that policy
     (the parts that report what it stopped, or route requests through it, read it).
-    ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part).
+    ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part). ``lane``: the
+    operator's read-only lane options (the network read's URLs and bodies).
     ``max_popups``: how many of one tab's popups may be open at once (``--max-popups``; ``Pages``)."""
 
     def __init__(
@@ -145,6 +159,7 @@ class ChromiumRenderer:
         dialog_timeout_s: float = 60.0,
         proxy: str | None = None,
         policy: SitePolicy | None = None,
+        files: Files | None = None,
         viewport: Mapping[str, int] | None = None,
         headless: bool = True,
         user_data_dir: str | None = None,
@@ -152,9 +167,14 @@ class ChromiumRenderer:
         context_options: ContextOptions | None = None,
         tab_ids: Iterator[int] | None = None,
         max_popups: int = DEFAULT_MAX_POPUPS,
+        lane: LaneOptions | None = None,
     ) -> None:
         self.log = log
+        self.lane = lane or LaneOptions()
         self.policy = policy
+        self.files = files
+        """The host's folders (``host/files.py``): uploads, downloads and their cap; None without them
+        (tests), when the file extensions refuse every call."""
         self.dialog_timeout_s = dialog_timeout_s
         self.events: RendererEvents = _Unheard()
         own_link = link is None
@@ -180,6 +200,7 @@ class ChromiumRenderer:
         for part in self.parts:
             for method, handler in part.endpoints().items():
                 self.register(method, handler)
+        self._around = tuple(p for p in self.parts if type(p).around is not Part.around)
 
     # ----------------------------------------------------------------- what parts use
     @property
@@ -289,6 +310,15 @@ class ChromiumRenderer:
                 f"the browser exited just before this call; nothing was run; the host {what} it on the next call",
                 mayHaveCompleted=False,
             )
+        if not self._around:
+            return await self._run(handler, params)
+        run: Callable[[], Awaitable[JsonObject]] = lambda: self._run(handler, params)  # noqa: E731
+        for part in reversed(self._around):
+            run = functools.partial(self._amend, part, method, params, run)
+        return await run()
+
+    @staticmethod
+    async def _run(handler: Endpoint, params: Mapping[str, Any]) -> JsonObject:
         try:
             return await handler(params)
         except Refused as refused:
@@ -296,6 +326,15 @@ class ChromiumRenderer:
         except PlaywrightError as exc:
             return fail("RENDERER_FAILED", short(exc))
         except Exception as exc:  # the renderer boundary: errors are values
+            return fail("RENDERER_FAILED", f"{type(exc).__name__}: {short(exc)}")
+
+    @staticmethod
+    async def _amend(
+        part: Part, method: str, params: Mapping[str, Any], run: Callable[[], Awaitable[JsonObject]]
+    ) -> JsonObject:
+        try:
+            return await part.around(method, params, run)
+        except Exception as exc:  # a part's bug must not lose the call's answer: errors are values
             return fail("RENDERER_FAILED", f"{type(exc).__name__}: {short(exc)}")
 
     def available(self) -> Awaitable[JsonObject | None] | None:

@@ -40,6 +40,12 @@ class Tab:
     ended: bool = False
     """``crashed`` because the host ended the tab's page (its script did not stop; docs/host.md "Liveness"),
     not because its renderer died: the tab stays, and ``tab.navigate`` gives it a fresh page."""
+    frame_crashed: bool = False
+    """An out-of-process frame's renderer crashed: Playwright then treats the whole page as crashed (no
+    ``goto``, no ``evaluate``) while its main frame runs on, read and acted on over CDP; the next
+    ``navigate`` gives the tab a fresh page (docs/host.md "Frames: every frame in its own world")."""
+    main_gone: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    """Set when the tab's own CDP session hears its main frame's renderer crash (``Inspector.targetCrashed``)."""
     cdp: CDPSession | None = None
     """The tab's CDP session (one per page), opened by the isolated world part; None until it is open and
     after a crash. Whoever needs a session to the tab's target (stopping a script) uses this one."""
@@ -52,6 +58,16 @@ class Tab:
     """What the parts started when the tab got its page and the tab waits for (bounded) before navigating."""
     state: dict[type, Any] = field(default_factory=dict, repr=False)
     """Per part, its own per-tab state, keyed by the state's class (:func:`state_of`)."""
+
+
+@dataclass(frozen=True)
+class LaneOptions:
+    """The operator's choices for the read-only lane's network reads (docs/host.md "The read-only lane"):
+    ``full_urls`` (``--network-urls full``: query values and fragments shown, credentials still redacted)
+    and ``bodies`` (``--network-bodies``: text response bodies, at most 64 KiB each, on request)."""
+
+    full_urls: bool = False
+    bodies: bool = False
 
 
 def state_of(tab: Tab, kind: type[S]) -> S:

@@ -122,7 +122,7 @@ class TabEndpoints(Part):
         url = params.get("url")
         if not isinstance(url, str):
             return fail("RENDERER_FAILED", "navigate needs a url", mayHaveCompleted=False)
-        if tab.crashed:
+        if tab.crashed or tab.frame_crashed:  # Playwright cannot navigate a page it believes crashed
             try:
                 await self.renderer.pages.revive(tab)
             except (PlaywrightError, PageNotMade) as exc:  # before the navigation: nothing of it ran

@@ -231,6 +231,8 @@ class Lifecycle:
         them back (the link's relaunch or reconnect, then this context made again)."""
         if self.link.lost:
             return self._after_link(self.link.available())
+        if self._reopening is not None and not self._reopening.done():  # its first tab is not there yet
+            return asyncio.shield(self._reopening)
         if self._started and (self.context is None or self._made_on != self.link.generation):
             return asyncio.shield(self._reopen())
         return None
@@ -240,7 +242,8 @@ class Lifecycle:
             refused = await coming
             if refused is not None:
                 return refused
-        if self.context is None or self._made_on != self.link.generation:
+        opening = self._reopening is not None and not self._reopening.done()
+        if opening or self.context is None or self._made_on != self.link.generation:
             return await asyncio.shield(self._reopen())
         return None
 

@@ -35,13 +35,14 @@ import asyncio
 import contextlib
 import json
 import random
-import shutil
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
+from kelpie_gateway.host.discovery import DEFAULT_CHROMIUM as DEFAULT_CHROMIUM
+from kelpie_gateway.host.discovery import find_chromium as find_chromium
 from kelpie_gateway.host.remote import RemoteBrowser, Secrets, backoff_delay
 from kelpie_gateway.host.renderer import JsonObject, fail
 
@@ -55,7 +56,6 @@ CHROMIUM_FLAGS = (
     "--disable-sync",
     "--no-first-run",
 )
-DEFAULT_CHROMIUM = "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 800}
 PROXY_BYPASS = "<-loopback>"
 """Chromium's proxy bypass list under a policy: ``<-loopback>`` removes loopback from the implicit bypass
@@ -67,15 +67,6 @@ RECONNECT_INITIAL_S = 0.5
 CONNECT_TIMEOUT_MS = 15_000
 """How long one attempt to reach a remote browser may take."""
 LAUNCH_OPTIONS_HEADER = "x-playwright-launch-options"
-
-
-def find_chromium(explicit: str | None) -> str | None:
-    """The executable to launch: ``explicit``, else ``/usr/bin/chromium`` if present, else None (Playwright's)."""
-    if explicit:
-        return explicit
-    if shutil.which(DEFAULT_CHROMIUM):
-        return DEFAULT_CHROMIUM
-    return None
 
 
 def proxy_flags(proxy: str) -> list[str]:

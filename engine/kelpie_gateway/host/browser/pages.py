@@ -36,6 +36,9 @@ BIRTH_PATIENCE_S = 4.0
 machine); two attempts fit in the default 10 s deadline of the call that needs the page."""
 READY_PATIENCE_S = 5.0
 """How long a new tab waits for each of :attr:`Tab.pending` before it navigates anyway."""
+CRASH_JUDGE_S = 2.0
+"""How long the host asks the main frame's renderer whether it lives when Playwright reports the page
+crashed (:meth:`Pages._judge_crash`); no answer by then counts as a crash."""
 
 
 class Pages:
@@ -178,6 +181,50 @@ class Pages:
     def _on_crash(self, tab: Tab) -> None:
         if self._tabs.get(tab.tab_id) is not tab or tab.crashed:
             return
+        self.renderer.spawn(self._judge_crash(tab, tab.page))
+
+    async def _judge_crash(self, tab: Tab, page: Page) -> None:
+        """Playwright reports the page crashed when any of its targets did, an out-of-process frame's
+        included. The tab crashed only when its main frame's renderer did: it did not while the tab's own
+        session still gets an answer from it (before that session hears the crash, within
+        :data:`CRASH_JUDGE_S`). A frame's crash leaves the tab readable and actionable over CDP
+        (``tab.frame_crashed``: the next navigate gives it a fresh page)."""
+        alive = await self._main_frame_alive(tab)
+        if tab.page is not page or self._tabs.get(tab.tab_id) is not tab or tab.crashed:
+            return
+        if alive:
+            if not tab.frame_crashed:
+                self.renderer.log(
+                    f"a frame's renderer crashed in tab {tab.tab_id}: its refs are refused, the tab's others "
+                    "still work; the next tab.navigate gives the tab a fresh page"
+                )
+            tab.frame_crashed = True
+            return
+        self._crashed(tab)
+
+    async def _main_frame_alive(self, tab: Tab) -> bool:
+        session = tab.cdp
+        if session is None or tab.main_gone.is_set():
+            return False
+        probe = asyncio.ensure_future(
+            session.send("Runtime.evaluate", {"expression": "0", "returnByValue": True})
+        )
+        gone = asyncio.ensure_future(tab.main_gone.wait())
+        try:
+            await asyncio.wait({probe, gone}, timeout=CRASH_JUDGE_S, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in (probe, gone):
+                if not waiting.done():
+                    waiting.cancel()
+                waiting.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return (
+            probe.done()
+            and not probe.cancelled()
+            and probe.exception() is None
+            and not tab.main_gone.is_set()
+        )
+
+    def _crashed(self, tab: Tab) -> None:
         tab.generation += 1
         tab.crashed = True
         for part in self.renderer.parts:
@@ -224,7 +271,8 @@ class Pages:
         page = await self.new_page(f"tab {tab.tab_id}")
         old = tab.page
         self._by_page.pop(id(old), None)
-        tab.page, tab.crashed, tab.ended = page, False, False
+        tab.page, tab.crashed, tab.ended, tab.frame_crashed = page, False, False, False
+        tab.main_gone = asyncio.Event()
         tab.generation += 1
         self._by_page[id(page)] = tab
         self._listen(tab)

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import CDPSession
 from playwright.async_api import Error as PlaywrightError
@@ -31,11 +31,15 @@ from kelpie_gateway import (
     kept_script,
     new_document_script,
     preload_script,
+    script_parameters,
 )
 from kelpie_gateway.host.renderer import JsonObject, fail
 
-from .chromium import Part, endpoint
+from .chromium import ChromiumRenderer, Part, endpoint
 from .common import Tab, short, state_of
+
+if TYPE_CHECKING:
+    from .frames import Frames
 
 PRELOADED = ("snapshot", "click", "type")
 """The bundles every new top-level document's world gets as the document is created: what an agent's
@@ -59,6 +63,10 @@ class DocumentWorld:
     cdp: CDPSession
     context_id: int
     kept: set[str] = field(default_factory=set)
+    tagged: set[str] = field(default_factory=set)
+    """The frames whose elements the host tagged in this world (``frames.py``; docs/reader.md "Frames")."""
+    framed: bool = False
+    """Whether this world knows its document's frame depth (the tags' global exists)."""
 
 
 @dataclass
@@ -79,6 +87,15 @@ class TabWorld:
         tab.cdp, self.frame_id, self.session, self.registered = None, None, None, False
 
 
+DOCUMENT_GONE = ("Inspected target navigated or closed", "Execution context was destroyed")
+"""What Chromium answers an evaluation whose document went away under it (a navigation committed, often in
+another renderer process, before the event saying so reached the host)."""
+
+
+def _document_gone(exc: Exception) -> bool:
+    return any(text in str(exc) for text in DOCUMENT_GONE)
+
+
 def _retrieved(done: asyncio.Future[Any]) -> None:
     """A done callback: the future's exception counts as retrieved (it is awaited when used)."""
     if not done.cancelled():
@@ -88,6 +105,12 @@ def _retrieved(done: asyncio.Future[Any]) -> None:
 class World(Part):
     """The isolated world of each tab's current document; see the module docstring."""
 
+    def __init__(self, renderer: ChromiumRenderer) -> None:
+        super().__init__(renderer)
+        from .frames import Frames  # it builds on this module's worlds
+
+        self.frames: Frames = Frames(self)
+
     @staticmethod
     def of(tab: Tab) -> TabWorld:
         return state_of(tab, TabWorld)
@@ -95,17 +118,23 @@ class World(Part):
     # ----------------------------------------------------------------- tab events
     def attached(self, tab: Tab) -> None:
         self.of(tab).reset(tab)
+        self.frames.attached(tab)
         if self.renderer.context is not None:  # before its first navigation: every document is prepared
             tab.pending.append(self._start_session(tab))
 
     def navigated(self, tab: Tab) -> None:
         # A new document: its world is made now, while it loads (a same-document change finds it as it was).
         self.of(tab).worlds.clear()
+        self.frames.reset(tab)  # every frame's document went with the main frame's
         if not tab.crashed and self.renderer.context is not None:
             self._prepare(tab)
 
     def crashed(self, tab: Tab) -> None:
         self.of(tab).reset(tab)
+        self.frames.reset(tab)
+
+    def closed(self, tab: Tab) -> None:
+        self.frames.reset(tab)
 
     # ----------------------------------------------------------------- sessions and worlds
     def _prepare(self, tab: Tab, name: str = WORLD_NAME) -> asyncio.Future[DocumentWorld]:
@@ -132,6 +161,9 @@ class World(Part):
                 await session.detach()
             raise PlaywrightError("the tab's page was replaced")
         tab.cdp, self.of(tab).frame_id = session, None
+        self.frames.listen(tab, session)
+        gone = tab.main_gone
+        session.on("Inspector.targetCrashed", lambda _event: gone.set())
         # Best effort: without it each document gets its bundles when it commits (PRELOAD), or with its
         # first script. Page.enable is what makes Chromium run a session's new-document scripts.
         with contextlib.suppress(PlaywrightError):
@@ -207,31 +239,51 @@ class World(Part):
             return fail("RENDERER_FAILED", "browser-control-evaluate needs a script", mayHaveCompleted=False)
         world_name = str(params.get("world") or WORLD_NAME)
         generation = tab.generation  # the document the script runs in (reported when it did not change)
+        parsed = script_parameters(script) if world_name == WORLD_NAME else None
+        if parsed is not None and self.frames.takes(tab, parsed):  # frames, or a handle of a frame's document
+            answer = await self.frames.evaluate(tab, script, parsed, params)
+        else:
+            answer = await self.run_main(tab, world_name, script, generation)
+        if answer.get("success") is True and tab.generation == generation:
+            answer["generation"] = generation
+        return answer
+
+    async def run_main(
+        self, tab: Tab, world_name: str, script: str, generation: int | None = None
+    ) -> JsonObject:
+        """Run `script` in world `world_name` of the tab's main-frame document: ``{success:true, value}`` or a
+        failure (a thrown script, a context that kept vanishing; ``RENDERER_CHANGED`` when the document went
+        away under it: the tab's ``generation``, as it was when the call began, moved or the context was
+        destroyed by a navigation)."""
+        if generation is None:
+            generation = tab.generation
         short_form = kept_script(script)  # (slot, expression): the script without its bundle
         for attempt in range(2):
             world = await self.world(tab, world_name)
             try:
-                reply = await self._run_script(world, script, short_form)
+                reply = await self.run_script(world, script, short_form)
             except PlaywrightError as exc:
                 # The document changed between world creation and evaluation: nothing ran; once more.
                 if "Cannot find context" in str(exc) and attempt == 0:
                     self.of(tab).worlds.pop(world_name, None)
                     continue
+                gone = tab.crashed or tab.page.is_closed()
+                if not gone and (tab.generation != generation or _document_gone(exc)):
+                    # The document went away under the script (a navigation committed meanwhile): what the
+                    # script did there is unknown to the host, but the tab is on another document now.
+                    return fail(
+                        "RENDERER_CHANGED", f"the tab's document changed during the script: {short(exc)}"
+                    )
                 return fail("RENDERER_FAILED", short(exc))
             details = reply.get("exceptionDetails")
             if details:
                 text = details.get("exception", {}).get("description") or details.get("text") or "exception"
                 return fail("RENDERER_FAILED", f"the fixed script threw: {short(text)}")
-            answer: JsonObject = {"success": True, "value": reply.get("result", {}).get("value")}
-            if tab.generation == generation:
-                answer["generation"] = generation
-            return answer
+            return {"success": True, "value": reply.get("result", {}).get("value")}
         return fail("RENDERER_FAILED", "the tab's document kept changing", mayHaveCompleted=False)
 
     @staticmethod
-    async def _run_script(
-        world: DocumentWorld, script: str, short_form: tuple[str, str] | None
-    ) -> JsonObject:
+    async def run_script(world: DocumentWorld, script: str, short_form: tuple[str, str] | None) -> JsonObject:
         """``Runtime.evaluate`` of the script in ``world``, exactly once: its short form when the world is
         expected to hold its bundle; if it does not after all (that form then ran nothing), the whole
         script. Raises PlaywrightError as ``CDPSession.send`` does."""

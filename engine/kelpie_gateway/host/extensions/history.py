@@ -45,6 +45,13 @@ class History(Extension):
 
     async def _move(self, params: Mapping[str, Any], delta: int) -> JsonObject:
         tab = self.tab(params)
+        if tab.frame_crashed:  # Playwright refuses to move a page it believes crashed (docs/host.md "Frames")
+            return fail(
+                "RENDERER_FAILED",
+                f"a frame's renderer crashed in tab {tab.tab_id}, and its history cannot be moved; "
+                "tab.navigate gives the tab a fresh page",
+                mayHaveCompleted=False,
+            )
         tab_id, page = tab.tab_id, tab.page
         context = self.renderer.context
         assert context is not None

@@ -28,13 +28,14 @@ from typing import Any
 from playwright.async_api import CDPSession
 from playwright.async_api import Error as PlaywrightError
 
-from kelpie_gateway import focus_script, pointer_aim_script, pointer_report_script
+from kelpie_gateway import focus_script, pointer_aim_script, pointer_frame_script, pointer_report_script
 from kelpie_gateway.host.browser.chromium import endpoint
 from kelpie_gateway.host.browser.common import Tab, short
+from kelpie_gateway.host.browser.frames import FrameDoc, Frames
 from kelpie_gateway.host.browser.world import World
 from kelpie_gateway.host.renderer import JsonObject, fail
 
-from .base import REF, TAB, Extension, no_captured_node, schema
+from .base import REF, TAB, Extension, no_captured_node, schema, script_failure
 
 BUTTONS = {"left": 1, "right": 2, "middle": 4}
 """CDP ``buttons`` bit of each mouse button."""
@@ -54,6 +55,9 @@ MAX_TYPE_KEYS = 2_000
 """``type_keys`` text bound, in code points."""
 TYPE_BUDGET_MS = 8_000
 """``type_keys``: ``delayMs`` × characters must fit in this (inside the extension's 9 s)."""
+PLACE_ATTEMPTS = 3
+"""Native input in a frame read in a world of its own: how often the frame's place in the top viewport is
+measured again when aiming moved it (the element's scrolling into view scrolled a parent too)."""
 DRAG_INTERCEPT_WAIT_S = 1.0
 """How long a drag whose ``dragstart`` went through waits for Chromium's intercepted drag data."""
 
@@ -221,9 +225,101 @@ class NativeInput(Extension):
         enabled: bool = True,
     ) -> JsonObject:
         """The checks before any event (``pointer_aim_script``): ``{success:true, x, y, target}`` or the
-        refusal (``mayHaveCompleted:false``)."""
+        refusal (``mayHaveCompleted:false``). For a ref inside a frame read in a world of its own (issue 30:
+        cross-origin and out-of-process frames), see :meth:`aim_in_frame`."""
+        world = self.renderer.part(World)
+        chain = world.frames.lineage(tab, captured[1]) if world is not None else []
+        if chain and world is not None:
+            return await self.aim_in_frame(tab, world.frames, chain, captured, watch, offset, enabled)
         script = pointer_aim_script(*captured, enabled=enabled, offset=offset, watch=watch)
-        result = await self.run_script(tab.tab_id, script)
+        return self.aimed(await self.run_script(tab.tab_id, script))
+
+    async def aim_in_frame(
+        self,
+        tab: Tab,
+        frames: Frames,
+        chain: list[FrameDoc],
+        captured: tuple[str, str],
+        watch: tuple[str, ...],
+        offset: Any,
+        enabled: bool,
+    ) -> JsonObject:
+        """:meth:`aim` for a ref of the frame document ``chain[-1]`` (``chain``: the frame documents from the
+        top one's child down). Each parent's world measures where its frame is seen in the top viewport
+        (scrolling the frame element into view the first time), the frame's world aims with that place —
+        the hit test in the frame's own document, the point in top viewport coordinates — and then every
+        parent's world, outermost first, hit-tests the point on its frame element. When aiming moved a frame
+        (its scrolling into view scrolled a parent), it is measured and aimed again. Nothing is dispatched
+        before all of it held (docs/host.md "Native input in frames")."""
+        key, handle = captured
+        for attempt in range(PLACE_ATTEMPTS):
+            outers = await self.place(tab, frames, chain, key, scroll=attempt == 0)
+            if isinstance(outers, dict):
+                return outers
+            script = pointer_aim_script(
+                key, handle, enabled=enabled, offset=offset, watch=watch, outer=outers[-1]
+            )
+            aimed = self.aimed(await self.run_script(tab.tab_id, script))
+            again = await self.place(tab, frames, chain, key, scroll=False)
+            if aimed.get("success") is not True:
+                if again == outers or attempt == PLACE_ATTEMPTS - 1:
+                    return aimed
+                continue
+            if again != outers:
+                await self.report(tab, key, (handle,))  # ends this aim's watch; aimed again
+                if isinstance(again, dict):
+                    return again
+                continue
+            point = {"x": aimed["x"], "y": aimed["y"]}
+            for i, doc in enumerate(chain):
+                parent = chain[i - 1] if i else None
+                covered = await self.in_doc(
+                    tab, frames, parent, pointer_frame_script(key, doc.frame_id, outer=outers[i], point=point)
+                )
+                if covered.get("success") is not True:
+                    await self.report(tab, key, (handle,))
+                    return covered
+            return aimed
+        await self.report(tab, key, (handle,))
+        return fail(
+            "NOT_ACTIONABLE",
+            "the element's frame kept moving while it was aimed at; nothing was dispatched; wait for it to settle",
+            mayHaveCompleted=False,
+        )
+
+    async def place(
+        self, tab: Tab, frames: Frames, chain: list[FrameDoc], key: str, *, scroll: bool
+    ) -> list[Any] | JsonObject:
+        """Where each document of ``chain`` is seen in the top viewport, measured in its parent's world:
+        ``[None (the top document), outer of chain[0], …, outer of chain[-1]]``, or the refusal."""
+        outers: list[Any] = [None]
+        for i, doc in enumerate(chain):
+            parent = chain[i - 1] if i else None
+            script = pointer_frame_script(key, doc.frame_id, outer=outers[-1], scroll=scroll)
+            placed = await self.in_doc(tab, frames, parent, script)
+            if placed.get("success") is not True:
+                return placed
+            value = placed.get("value")
+            outer = value.get("outer") if isinstance(value, dict) else None
+            if not isinstance(outer, dict):
+                return fail(
+                    "RENDERER_FAILED", "the pointer script gave no frame place", mayHaveCompleted=False
+                )
+            outers.append(outer)
+        return outers
+
+    @staticmethod
+    async def in_doc(tab: Tab, frames: Frames, doc: FrameDoc | None, script: str) -> JsonObject:
+        """Run `script` in `doc`'s world (None: the top document's) and unwrap its own refusal."""
+        result = await frames.run_in(tab, doc, script)
+        if result.get("success") is not True:
+            return result
+        failed = script_failure(result.get("value"))
+        return failed if failed is not None else result
+
+    @staticmethod
+    def aimed(result: JsonObject) -> JsonObject:
+        """An aim's answer as :meth:`aim` gives it."""
         if result.get("success") is not True:
             return result
         value = result.get("value")

@@ -1,9 +1,12 @@
 // Walk the flat tree (open shadow roots, slots, same-origin frames) in document order.
 // Calls cb.text(str, pre) for visible text, cb.block() at block boundaries, cb.element(el, info) for
 // every rendered, visible element outside value contexts (info = {tag, role, interactive, notable,
-// unreadable}). Returns true when the walk was cut (depth bound).
+// unreadable, hosted?}), and — when `cb.frame` is given — cb.frame(el, inner) where a frame the host
+// reads in its own world (a tagged one, core/80-frames.js) goes, instead of entering it. Returns true
+// when the walk was cut (depth bound).
 function walkDocument(doc, cb, start, elements) {
   let cut = false;
+  const inline = { count: 0 }; // same-origin frames entered by this walk (core/80-frames.js limits)
   // `pending`: the unsettled elements between the node and the last settled one (null: none).
   // Once no more text is read, a child that is not an element (text, comment) is a no-op for `visit`
   // unless it lies past the depth bound (then it cuts): such children are stepped over without being
@@ -109,13 +112,20 @@ function walkDocument(doc, cb, start, elements) {
     const role = roleOf(el) || "";
     let unreadable = null;
     let frameDoc = null;
+    let hosted = false; // read by the host in the frame's own world (core/80-frames.js)
     if (tag === "iframe" || tag === "frame") {
-      try {
-        frameDoc = el.contentDocument;
-      } catch (e) {
-        frameDoc = null;
+      hosted = !!cb.frame && frameTag(el) !== null;
+      if (hosted) {
+        unreadable = "unavailable"; // until the host has read it
+      } else {
+        try {
+          frameDoc = el.contentDocument;
+        } catch (e) {
+          frameDoc = null;
+        }
+        if (!frameDoc || !frameDoc.documentElement) unreadable = frameDoc ? null : "cross-origin-frame";
+        else if (inlineFrameCut(el, inline)) [unreadable, frameDoc] = ["limit", null];
       }
-      if (!frameDoc || !frameDoc.documentElement) unreadable = frameDoc ? null : "cross-origin-frame";
     } else if (ctx.elements && closedShadowSuspect(el, tag, st) && !el.shadowRoot) {
       unreadable = "closed-shadow-root";
     }
@@ -123,7 +133,9 @@ function walkDocument(doc, cb, start, elements) {
       const interactive = isInteractive(el, tag, role);
       const notable = !interactive && isNotable(el, tag, role);
       if ((interactive || notable || unreadable) && st.visibility === "visible") {
-        cb.element(el, { tag, role, interactive: interactive || !!unreadable, notable, unreadable });
+        const info = { tag, role, interactive: interactive || !!unreadable, notable, unreadable };
+        if (hosted) [info.hosted, info.ownInteractive] = [true, interactive];
+        cb.element(el, info);
         if (tag === "select") listOptions(el, cb);
       }
     }
@@ -134,7 +146,9 @@ function walkDocument(doc, cb, start, elements) {
     else if (ctx.text && !cb.full() && textSecured(el)) inner = { text: false, elements: ctx.elements };
     if (block && inner.text) cb.block();
     else if (atomic && inner.text) cb.space();
-    if (frameDoc && frameDoc.documentElement) {
+    if (hosted) {
+      if (inner.text || inner.elements) cb.frame(el, inner);
+    } else if (frameDoc && frameDoc.documentElement) {
       if (cb.root) cb.root(frameDoc);
       visit(frameDoc.documentElement, depth + 1, inner, null);
     } else {

@@ -36,6 +36,12 @@ function makeTextSink(maxChars) {
     space() { if (pend < 1) pend = 1; },
     newline() { if (pend < 2) pend = 2; },
     full() { return cut; },
+    // Where a hosted frame's text goes (core/80-frames.js): a block boundary before and after it, as the
+    // inline walk's <html>/<body> blocks make; answers the position in the raw text.
+    mark() {
+      if (pend < 2) pend = 2;
+      return len;
+    },
     // The text cut to maxChars (never inside a pair) and whether anything was cut.
     result() {
       const r = cutUnits(out.join(""), maxChars);

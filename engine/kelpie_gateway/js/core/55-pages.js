@@ -23,15 +23,18 @@ function priorityClass(info) {
 }
 
 // Read `start` (an element or shadow root; null = the whole document), its text up to `textBound`
-// units. Returns {url, title, headCut, start, text, textComplete, walkCut, order:[info], roots} where
-// `order` lists every candidate element in priority order and `roots` are the trees the read looked into
-// (the document, open shadow roots, same-origin frame documents).
-function readRecord(start, textBound) {
+// units. Returns {url, title, headCut, start, text, textComplete, walkCut, order:[info], roots, slots}
+// where `order` lists every candidate element in priority order (each info with its class `cls`),
+// `roots` are the trees the read looked into (the document, open shadow roots, same-origin frame
+// documents) and `slots` the frames the host reads in their own worlds (`frames` true: the snapshot's
+// reads; core/80-frames.js), else none.
+function readRecord(start, textBound, frames) {
   const doc = document;
   const sink = makeTextSink(textBound);
   const classes = [];
   for (let i = 0; i < CLASS_COUNT; i++) classes.push([]);
   const roots = [doc];
+  const slots = [];
   let order = 0;
   const walkCut = walkDocument(doc, {
     text: (d, pre) => sink.text(d, pre),
@@ -43,15 +46,16 @@ function readRecord(start, textBound) {
     element: (el, info) => {
       info.el = el;
       info.order = order++;
-      classes[priorityClass(info)].push(info);
+      classes[(info.cls = priorityClass(info))].push(info);
     },
+    frame: frames ? (el, inner) => slots.push(frameSlot(el, inner, sink, order)) : undefined,
   }, start, true);
   const t = sink.raw();
   const url = cutUnits(wellFormed(String(doc.location ? doc.location.href : doc.URL)), URL_MAX);
   const title = cutUnits(wellFormed(flat(doc.title || "")), TITLE_MAX);
   return {
     url: url.text, title: title.text, headCut: url.cut || title.cut, start, text: t.text, textComplete: !t.cut,
-    walkCut, order: [].concat(...classes), roots,
+    walkCut, order: [].concat(...classes), roots, slots, frames: !!frames,
   };
 }
 
@@ -68,6 +72,7 @@ function ensureText(rec, upto) {
     space: () => sink.space(),
     full: () => sink.full(),
     newline: () => sink.newline(),
+    frame: rec.frames ? frameTextHook(rec, sink) : undefined,
   }, rec.start, false);
   const t = sink.raw();
   rec.text = t.text;

@@ -109,7 +109,8 @@ function describe(info, flags) {
     }
   }
   if (info.unreadable) out.unreadable = info.unreadable;
-  if (el.ownerDocument !== document) out.frame = true;
+  const frame = frameField(el); // §9 v1.2: {origin, depth} inside a frame (core/80-frames.js)
+  if (frame) out.frame = frame;
   if (rootOf(el).nodeType === 11) out.shadow = true;
   return out;
 }

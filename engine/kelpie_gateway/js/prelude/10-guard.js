@@ -1,6 +1,6 @@
 // Kelpie fixed reader: prelude shared by every bundle (contract §9).
 // P = parameters decoded from a JSON literal by the generator: {key?, handle?, text?, maxChars?, maxElements?,
-// scope?, cursor?}.
+// scope?, cursor?, part?, frames?} (`part`, `frames`: a host reading frames, core/80-frames.js).
 
 const STATE = { effect: false }; // set once a captured-node action may have had an effect (focus, events)
 
