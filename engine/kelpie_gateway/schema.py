@@ -189,7 +189,7 @@ METHODS: Final[dict[str, Method]] = {
                 ),
             ),
             "Open a new tab.",
-            "{tabId, generation}",
+            "{tabId, generation, download?}",
         ),
         Method("tabs.close", True, ("close-tab",), (_tab_id(True),), "Close a tab.", "{closed: true}"),
         Method(

@@ -7,7 +7,7 @@ docs/host.md "Native endpoints", "Navigate: load, then the first layout").
 | ``switch-tab`` | ``page.bring_to_front()``; the tab becomes the selected one |
 | ``new-tab`` | a new page (selected), then ``goto(url, wait_until="load")`` and the first layout |
 | ``close-tab`` | ``page.close()`` |
-| ``navigate`` | ``goto(url, wait_until="load")`` (a crashed tab first gets a fresh page), then the first layout; a navigation that ends in a download answers at once with ``download: {started: true}`` |
+| ``navigate`` | ``goto(url, wait_until="load")`` (a crashed tab first gets a fresh page), then the first layout; a navigation that ends in a download answers at once with ``download`` (the downloads part's object) |
 | ``screenshot`` | viewport PNG; ``width``/``height`` read from the PNG header |
 
 ``browser-control-evaluate`` is the isolated world's (``world.py``). A call naming no tab acts on the
@@ -22,7 +22,7 @@ import base64
 import contextlib
 import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from playwright.async_api import Error as PlaywrightError
 
@@ -44,6 +44,10 @@ after ``load`` still gets its navigation answered (as loaded) before the gateway
 DOWNLOAD_EVENT_PATIENCE_S = 1.0
 """After ``goto`` failed, how long its ``download`` event may take to arrive (Playwright rejects ``goto`` with
 "Download is starting" and tells the page's ``download`` event separately)."""
+DOWNLOAD_BEGUN: Final = {"state": "in-progress"}
+"""What ``navigate`` answers as ``download`` when the navigation ended in a download: the downloads part
+(``extensions/downloads.py``) replaces it with that download's own object (``{id, name, state, bytes?,
+sha256?, mimeType, resource, url, tabId}``); only a renderer without that part answers it as it is."""
 
 
 def _swallow(future: asyncio.Future[Any]) -> None:
@@ -100,9 +104,13 @@ class TabEndpoints(Part):
         await pages.ready(tab)
         url = params.get("url")
         opened = isinstance(url, str) and url and url != "about:blank"
-        if opened and not await self._goto_or_download(tab, str(url), params):  # a download: stays blank
-            await self._first_layout(tab, until)
-        return {"success": True, "tabId": tab.tab_id, "generation": tab.generation}
+        answer: JsonObject = {"success": True, "tabId": tab.tab_id, "generation": tab.generation}
+        if opened:
+            if await self._goto_or_download(tab, str(url), params):  # a download: the tab stays blank
+                answer["download"] = dict(DOWNLOAD_BEGUN)
+            else:
+                await self._first_layout(tab, until)
+        return answer
 
     @endpoint("close-tab")
     async def close_tab(self, params: Mapping[str, Any]) -> JsonObject:
@@ -138,7 +146,7 @@ class TabEndpoints(Part):
                 "tabId": tab.tab_id,
                 "generation": tab.generation,
                 "url": tab.page.url,
-                "download": {"started": True},
+                "download": dict(DOWNLOAD_BEGUN),  # the downloads part puts its record here
             }
         await self._first_layout(tab, until)
         return {"success": True, "tabId": tab.tab_id, "generation": tab.generation, "url": tab.page.url}
