@@ -319,33 +319,72 @@ def test_a_page_handler_that_finishes_within_the_grace_runs_to_completion(host: 
     host.call("tabs.close", {"tabId": tab})
 
 
+def _popups_counted(host: Host, tab: str, before: set[str]) -> tuple[int, int]:
+    """(popups open now, popups the host closed) of ``tab``; the agent's tab is never closed."""
+    env = host.call("tabs.list")
+    assert env["success"], env
+    tabs = env["result"]["tabs"]
+    mine = next((t for t in tabs if t["tabId"] == tab), None)
+    assert mine is not None, env
+    return len({t["tabId"] for t in tabs} - before), int(mine.get("popupsClosed", 0))
+
+
+def _close_popups(host: Host, tab: str, before: set[str]) -> None:
+    for entry in host.call("tabs.list")["result"]["tabs"]:
+        if entry["tabId"] not in before:
+            host.call("tabs.close", {"tabId": entry["tabId"]})
+    host.call("tabs.close", {"tabId": tab})
+
+
 def test_a_click_that_opens_200_popups_keeps_its_tab_and_at_most_20_popups(host: Host) -> None:
     """Issue 27: a click opening 200 windows kept the browser making tabs until the click timed out and the
     host closed the agent's tab. At most --max-popups (20) of one tab's popups stay open; the rest are closed
-    as they open and counted on the opener (tabs.list popupsClosed), with one log line. 40 windows, not the
-    issue's 200: since contexts carry the policy proxy (s31 merge) Chromium opened only ~47 of 200 from one
-    click within a minute (docs/host.md "Liveness", an open question), which the cap is not about."""
-    tab, refs = open_page(host, "popups.html?n=40")
+    as they open and counted on the opener (tabs.list popupsClosed), with one log line. All 200 windows: the
+    page's handler starts the flood and each ``window.open`` runs in a task of its own after the click
+    answered, so no deadline ends it and every one of the 200 reaches the cap (20 open, 180 closed). They
+    take a minute on this loaded machine: Chromium makes one window per ``window.open`` while the page's
+    script waits, and Playwright holds each new target until it has set it up (measured: 200 windows in
+    14 s from plain CDP, 37 s with a CDP client attaching to each, 62-70 s through Playwright, the host's
+    own adoption 0.1 ms per page; docs/host.md "Liveness")."""
+    tab, refs = open_page(host, "popups.html?n=200&after=1")
     before = {t["tabId"] for t in host.call("tabs.list")["result"]["tabs"]}
     env = host.call("tab.click", {"tabId": tab, "ref": refs["Open many windows"]})
-    assert env["success"] or env["mayHaveCompleted"] is True, env
-
-    def counted() -> bool:
-        env = host.call("tabs.list")
-        if not env["success"]:
-            return False
-        mine = next((t for t in env["result"]["tabs"] if t["tabId"] == tab), None)
-        assert mine is not None, env  # the agent's tab is never closed
-        return mine.get("popupsClosed", 0) + len({t["tabId"] for t in env["result"]["tabs"]} - before) >= 40
-
-    until(counted, 60, poll_s=0.5)
-    tabs = host.call("tabs.list")["result"]["tabs"]
-    popups = [t["tabId"] for t in tabs if t["tabId"] not in before]
-    mine = next(t for t in tabs if t["tabId"] == tab)
-    assert len(popups) == 20 and mine["popupsClosed"] == 20, (len(popups), mine)
+    assert env["success"], env  # the handler only started the flood
+    until(lambda: sum(_popups_counted(host, tab, before)) >= 200, 240, poll_s=1)
+    open_now, closed = _popups_counted(host, tab, before)
+    assert (open_now, closed) == (20, 180), (open_now, closed)
     assert host.process.wait_for_line(f"tab {tab} opened more than 20 popups (--max-popups)", 5)
     snap = host.call("tab.snapshot", {"tabId": tab})
-    assert snap["success"] and "Opened: " in snap["result"]["text"], snap
-    for popup in popups:
-        host.call("tabs.close", {"tabId": popup})
-    host.call("tabs.close", {"tabId": tab})
+    assert snap["success"] and "Opened: 200 (done)" in snap["result"]["text"], snap
+    _close_popups(host, tab, before)
+
+
+def test_a_handler_that_opens_200_popups_itself_is_stopped_and_the_cap_holds(host: Host) -> None:
+    """The other flood: the click's own handler calls ``window.open`` 200 times in one loop. Each call waits
+    for Chromium to make its window (about 0.3 s each here), so the handler outlives the click's 3 s
+    ``timeoutMs``: the click is TIMEOUT (mayHaveCompleted), and at 3 s + the 5 s retirement grace the host
+    stops the handler's script like any other (``stopped the script``), which ends the flood. The agent's tab
+    stays, at most 20 of its popups are open and the others were closed and counted."""
+    tab, refs = open_page(host, "popups.html?n=200")
+    before = {t["tabId"] for t in host.call("tabs.list")["result"]["tabs"]}
+    stops = sum("stopped the script" in line for line in host.process.lines)
+    env = host.call("tab.click", {"tabId": tab, "ref": refs["Open many windows"], "timeoutMs": 3000})
+    assert env["success"] is False and env["error"]["code"] == "TIMEOUT" and env["mayHaveCompleted"], env
+
+    def stopped() -> bool:
+        return sum("stopped the script" in line for line in host.process.lines) > stops
+
+    until(stopped, 30, poll_s=0.2)
+    counted = sum(_popups_counted(host, tab, before))
+    while True:  # windows Chromium was making when the script stopped still arrive; then none
+        time.sleep(3)
+        now = sum(_popups_counted(host, tab, before))
+        if now == counted:
+            break
+        counted = now
+    open_now, closed = _popups_counted(host, tab, before)
+    assert open_now <= 20 and (closed == 0 or open_now == 20), (open_now, closed)
+    assert open_now + closed < 200, (open_now, closed)  # the stop ended the loop
+    snap = host.call("tab.snapshot", {"tabId": tab})
+    assert snap["success"], snap  # the agent's tab is usable
+    _close_popups(host, tab, before)
