@@ -320,8 +320,14 @@ def test_a_page_handler_that_finishes_within_the_grace_runs_to_completion(host: 
 
 
 def _popups_counted(host: Host, tab: str, before: set[str]) -> tuple[int, int]:
-    """(popups open now, popups the host closed) of ``tab``; the agent's tab is never closed."""
-    env = host.call("tabs.list")
+    """(popups open now, popups the host closed) of ``tab``; the agent's tab is never closed. While a page
+    floods the browser a ``tabs.list`` may answer TIMEOUT or BUSY (retryable, nothing changed): asked again."""
+    for _ in range(30):
+        env = host.call("tabs.list")
+        if env["success"]:
+            break
+        assert env["error"]["code"] in ("TIMEOUT", "BUSY") and env["error"]["retryable"], env
+        time.sleep(0.5)
     assert env["success"], env
     tabs = env["result"]["tabs"]
     mine = next((t for t in tabs if t["tabId"] == tab), None)
@@ -363,18 +369,22 @@ def test_a_handler_that_opens_200_popups_itself_is_stopped_and_the_cap_holds(hos
     """The other flood: the click's own handler calls ``window.open`` 200 times in one loop. Each call waits
     for Chromium to make its window (about 0.3 s each here), so the handler outlives the click's 3 s
     ``timeoutMs``: the click is TIMEOUT (mayHaveCompleted), and at 3 s + the 5 s retirement grace the host
-    stops the handler's script like any other (``stopped the script``), which ends the flood. The agent's tab
+    stops the handler like any other script — ``Runtime.terminateExecution``, or, when the renderer is
+    inside a ``window.open`` and does not take it within 2 s (seen about half the runs here), by ending the
+    tab's page (the tab kept, crashed; ``tab.navigate`` revives it) — which ends the flood. The agent's tab
     stays, at most 20 of its popups are open and the others were closed and counted."""
     tab, refs = open_page(host, "popups.html?n=200")
     before = {t["tabId"] for t in host.call("tabs.list")["result"]["tabs"]}
-    stops = sum("stopped the script" in line for line in host.process.lines)
+    mark = len(host.process.lines)
     env = host.call("tab.click", {"tabId": tab, "ref": refs["Open many windows"], "timeoutMs": 3000})
     assert env["success"] is False and env["error"]["code"] == "TIMEOUT" and env["mayHaveCompleted"], env
+    ends = (f"stopped the script in tab {tab} ", f"ended the page of tab {tab}:")
 
     def stopped() -> bool:
-        return sum("stopped the script" in line for line in host.process.lines) > stops
+        return any(line.startswith(ends) for line in host.process.lines[mark:])
 
     until(stopped, 30, poll_s=0.2)
+    ended = any(line.startswith(ends[1]) for line in host.process.lines[mark:])
     counted = sum(_popups_counted(host, tab, before))
     while True:  # windows Chromium was making when the script stopped still arrive; then none
         time.sleep(3)
@@ -383,8 +393,16 @@ def test_a_handler_that_opens_200_popups_itself_is_stopped_and_the_cap_holds(hos
             break
         counted = now
     open_now, closed = _popups_counted(host, tab, before)
-    assert open_now <= 20 and (closed == 0 or open_now == 20), (open_now, closed)
     assert open_now + closed < 200, (open_now, closed)  # the stop ended the loop
+    if not ended:
+        assert open_now <= 20 and (closed == 0 or open_now == 20), (open_now, closed)
+    else:  # windows Chromium still made after the page closed have no opener: ordinary tabs (docs/host.md)
+        assert closed <= 180 and open_now >= min(20, open_now + closed), (open_now, closed)
+    if ended:  # the tab is kept, crashed, and a navigation gives it a fresh page
+        mine = next(t for t in host.call("tabs.list")["result"]["tabs"] if t["tabId"] == tab)
+        assert mine["crashed"] is True, mine
+        went = host.call("tab.navigate", {"tabId": tab, "url": host.site("index.html")})
+        assert went["success"] and went["result"]["tabId"] == tab, went
     snap = host.call("tab.snapshot", {"tabId": tab})
     assert snap["success"], snap  # the agent's tab is usable
     _close_popups(host, tab, before)
