@@ -25,7 +25,7 @@ from typing import Any, Final
 from . import natives
 from .catalog import Catalog
 from .config import Config, Extension
-from .errors import ERROR_CODES, JsonObject, Refusal
+from .errors import ERROR_CODES, NAME_SHAPE, TAB_ID_SHAPE, JsonObject, Refusal, shown
 from .ledger import TabLedger
 from .refs import RefStore
 from .schema import Method
@@ -41,6 +41,11 @@ Admitted = tuple[str, bool, Extension | None, str | None, bool]
 """What :meth:`Admission.admit` decides: ``(lane, mutates, extension or None, target tab or None,
 guarded)``; ``guarded`` is False when :meth:`Admission.check` can refuse nothing of the transaction (a read
 carrying no ref, scope or cursor, such as ``tabs.list``), so the coordinator need not ask it."""
+
+
+def _tab(tab_id: Any) -> str:
+    """A client's ``tabId`` as a refusal shows it: quoted only when it looks like a tab id (issue 27)."""
+    return shown(tab_id, "a tab id", TAB_ID_SHAPE)
 
 
 class Admission:
@@ -61,7 +66,10 @@ class Admission:
         ``params`` (a pinned tab is written into them). Raises :class:`Refusal`."""
         if method is None:
             advertised = ", ".join(self._catalog.methods)
-            raise Refusal("UNSUPPORTED_METHOD", f"unknown method {name!r}; this gateway offers: {advertised}")
+            raise Refusal(
+                "UNSUPPORTED_METHOD",
+                f"unknown method {shown(name, 'a method name', NAME_SHAPE)}; this gateway offers: {advertised}",
+            )
         code = self._refusals[name]
         if code is not None and name != "extension.call":
             raise Refusal(code, self._refusal_message(code, name))
@@ -69,7 +77,8 @@ class Admission:
         if name == "extension.call":
             ext = self._catalog.extensions.get(params["name"])
             if ext is None:
-                raise Refusal("EXTENSION_NOT_ADMITTED", f"no admitted extension named {params['name']!r}")
+                named = shown(params["name"], "an extension name", NAME_SHAPE)
+                raise Refusal("EXTENSION_NOT_ADMITTED", f"no admitted extension named {named}")
             arguments = params["arguments"]  # an object: validated
             refusal = ext.check_arguments(arguments)
             if refusal is not None:
@@ -85,7 +94,7 @@ class Admission:
                     tab_id = params["tabId"] = pin
                 elif tab_id != pin:
                     raise Refusal(
-                        "TAB_PINNED", f"this session is pinned to tab {pin!r}; {tab_id!r} is refused"
+                        "TAB_PINNED", f"this session is pinned to tab {pin!r}; {_tab(tab_id)} is refused"
                     )
             if tab_id is None and self._config.targeting == "direct":
                 raise Refusal(
@@ -119,7 +128,7 @@ class Admission:
         if txn.mutates and tab_id is not None and tab_id in self._ledger.reconcile:
             raise Refusal(
                 "RECONCILE_REQUIRED",
-                f"an earlier action on tab {tab_id!r} has an unknown outcome; take a tab.snapshot (or tabs.list) "
+                f"an earlier action on tab {_tab(tab_id)} has an unknown outcome; take a tab.snapshot (or tabs.list) "
                 "of it before acting on it again",
             )
 
@@ -132,13 +141,13 @@ class Admission:
         if not txn.mutates:
             raise Refusal(
                 "TAB_NOT_SELECTED",
-                f"tab {wanted!r} is not the selected tab ({selected!r}); reads never switch",
+                f"tab {_tab(wanted)} is not the selected tab ({selected!r}); reads never switch",
             )
         if all(t["tabId"] != wanted for t in tabs):
-            raise Refusal("TAB_NOT_FOUND", f"no tab {wanted!r}")
+            raise Refusal("TAB_NOT_FOUND", f"no tab {_tab(wanted)}")
         if "switch-tab" not in self._config.native_methods:
             raise Refusal(
-                "TAB_NOT_SELECTED", f"tab {wanted!r} is not selected and this host cannot switch tabs"
+                "TAB_NOT_SELECTED", f"tab {_tab(wanted)} is not selected and this host cannot switch tabs"
             )
         self.check(txn, wanted)
 
@@ -161,7 +170,7 @@ class Admission:
         if tab is not None and tab in self._ledger.closed:
             raise Refusal(
                 "TAB_NOT_FOUND",
-                f"tab {tab!r} was closed; its refs and cursors went with it (tabs.list shows the open tabs)",
+                f"tab {_tab(tab)} was closed; its refs and cursors went with it (tabs.list shows the open tabs)",
             )
 
     def handles(self, txn: Transaction, tab_id: str | None) -> dict[str, str]:

@@ -22,7 +22,7 @@ from collections import OrderedDict
 from typing import Final
 
 from .errors import JsonObject
-from .refs import RefStore
+from .refs import Hold, RefStore
 from .results import Shaped, since_changes
 from .transaction import Transaction
 
@@ -131,21 +131,31 @@ class TabLedger:
         unknown action ran in is gone, so its mark is settled and ``tab.navigate`` can recover the tab."""
         self.reconcile.discard(tab)
 
-    def invalidate_for(self, txn: Transaction) -> None:
+    def invalidate_for(self, txn: Transaction) -> Hold:
         """Mutations dispatched inside the gateway invalidate their target tab's refs (§6): an extension
-        naming no ``tabId`` argument invalidates every tab's; ``tabs.open`` none."""
+        naming no ``tabId`` argument invalidates every tab's; ``tabs.open`` none. Returns the hold that
+        :meth:`unchanged` undoes when the renderer says the mutation changed nothing."""
         if txn.method == "tabs.open":
-            return
+            return ()
         target = txn.tab_id
         if txn.ext is not None:
             arguments = txn.request["params"]["arguments"]
             arg = arguments.get("tabId") if isinstance(arguments, dict) else None
             target = arg if isinstance(arg, str) else None
             if target is None:
-                self.refs.invalidate_all()
-                return
+                return self.refs.hold(None)
         if target is not None:
-            self.refs.invalidate(target)
+            return self.refs.hold(target)
+        return ()
+
+    def unchanged(self, txn: Transaction) -> None:
+        """``txn``'s dispatched mutation was refused before it had any effect (the renderer's
+        ``mayHaveCompleted:false``: nothing ran in the page): the refs its dispatch invalidated are valid
+        again, unless something else invalidated them meanwhile (docs/contract-notes.md "A refusal that
+        changed nothing keeps the refs")."""
+        hold, txn.held = txn.held, ()
+        if hold:
+            self.refs.release(hold)
 
     # ------------------------------------------------------------------ what a transaction leaves behind
     def finished(self, txn: Transaction, envelope: JsonObject) -> None:

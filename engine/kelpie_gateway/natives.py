@@ -58,7 +58,7 @@ def _acting(p: Planned, ctx: Context, make: Callable[[str], str]) -> NativeCall:
     try:
         script = make(handle)
     except ValueError as exc:  # the renderer's handle for this ref is not a reader handle
-        raise Refusal("RENDERER_FAILED", f"cannot act on {p.params['ref']!r}: {exc}") from None
+        raise Refusal("RENDERER_FAILED", f"cannot act on ref {p.params['ref']!r}: {exc}") from None
     return _evaluate(p, script)
 
 

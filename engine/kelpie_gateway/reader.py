@@ -281,8 +281,9 @@ def new_document_script(names: tuple[str, ...] = ("snapshot", "click", "type")) 
     """:func:`preload_script` for a host to register once per tab so that the browser runs it in the
     ``KelpieBrowserControl`` world of every new document as the document is created (CDP
     ``Page.addScriptToEvaluateOnNewDocument`` with ``worldName``), before any page script runs. It installs
-    the bundles only in a top-level document (a frame's world gets nothing: fixed scripts run in the main
-    frame's world); value: the number of bundles named there, else 0. A constant text, so a renderer
+    the bundles only in a top-level document (a frame's world gets only :func:`value_watch`: fixed scripts
+    run in the main frame's world); value: the number of bundles named there, else 0. Every document, a
+    frame's too, first starts :func:`value_watch`. A constant text, so a renderer
     compiles it once and every later document reuses that compilation.
 
     When ``"snapshot"`` is among `names`, the document's snapshot bundle also *warms up* once, in a task
@@ -311,14 +312,32 @@ part at most; the other parts run while that answer travels to the client. Every
 timers are invisible to the page."""
 
 
+def value_watch() -> str:
+    """An expression that starts watching, in the world it runs in, which elements of its document a
+    person set a value on (``js/core/24-values.js``, the same text the bundles use; value: that set). The
+    reader names no button from such an element's ``value`` (docs/reader.md "Value-free"; issue 27)."""
+    return _value_watch()
+
+
+@functools.cache
+def _value_watch() -> str:
+    return f"({_source_text_of('core/24-values.js')}\n)(globalThis)"
+
+
+def _source_text_of(part: str) -> str:
+    return (JS_DIR / part).read_text(encoding="utf-8")
+
+
 @functools.cache
 def _new_document(names: tuple[str, ...]) -> str:
+    watch = _value_watch()  # every document, frames too: a frame's fields are watched from its creation
     if "snapshot" not in names:
-        return f"(globalThis.top === globalThis ? {_preload(names)} : 0)"
+        return f"({watch}, globalThis.top === globalThis ? {_preload(names)} : 0)"
     loads = ", ".join(_loaded(name) for name in names)
     warm = names.index("snapshot")
     return (
-        f"(globalThis.top === globalThis ? ((runs) => ({WARM_UP}(runs[{warm}]), runs.length))([{loads}]) : 0)"
+        f"({watch}, globalThis.top === globalThis ?"
+        f" ((runs) => ({WARM_UP}(runs[{warm}]), runs.length))([{loads}]) : 0)"
     )
 
 

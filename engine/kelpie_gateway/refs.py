@@ -18,6 +18,13 @@ Theory of operation
   lock at the start of every ``begin``, ``next``, ``advance`` and ``cancel``.
 * Each tab has an *epoch* that every drained invalidation of it (or of all tabs) bumps; a read records
   the epoch when dispatched and is discarded ``RENDERER_CHANGED`` if it moved meanwhile.
+* A mutation invalidates its tab's refs when it is dispatched, through :meth:`RefStore.hold`, which
+  remembers the snapshots that were valid and the epochs it left them at. If the renderer then says the
+  mutation changed nothing (a refusal before any event, ``mayHaveCompleted:false``: ``NOT_ACTIONABLE``,
+  ``NOT_TYPABLE`` before focus, ``NODE_REPLACED`` …), :meth:`RefStore.release` makes those snapshots
+  valid again — only where nothing else invalidated them meanwhile (the epoch is still the one the hold
+  left) and the snapshot is still the tab's latest (docs/contract-notes.md "A refusal that changed
+  nothing keeps the refs").
 * A snapshot may come in pages (CONTRACT.md §3, §9 v1.1). When the renderer says more is left, the
   snapshot's latest page carries an opaque ``next`` cursor ``s<n>p<k>`` (page ``k + 1`` of snapshot
   ``n``) and this module keeps, privately, the renderer's position behind it. A ``tab.snapshot`` with that
@@ -48,12 +55,17 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .errors import Refusal
+from .errors import REF_SHAPE, TAB_ID_SHAPE, Refusal, shown
 
 SNAPSHOT_MEMORY: Final = 65_536
 _REF_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})e([1-9][0-9]{0,6})$")
 _CURSOR_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})p([1-9][0-9]{0,5})$")
 _SNAPSHOT_ID_RE: Final = re.compile(r"^s([1-9][0-9]{0,17})$")
+
+
+def _tab(tab_id: str) -> str:
+    """The client's ``tabId`` as a message shows it (quoted only when it looks like a tab id)."""
+    return shown(tab_id, "a tab id", TAB_ID_SHAPE)
 
 
 class RefError(Refusal):
@@ -76,6 +88,10 @@ class _TabRefs:
     next: str | None = None
     rest: Any = None
     token: str | None = None
+
+
+Hold = tuple[tuple[str, "_TabRefs", int], ...]
+"""What :meth:`RefStore.hold` invalidated: ``(tab, its snapshot record, the epoch it was left at)``."""
 
 
 class RefStore:
@@ -130,6 +146,26 @@ class RefStore:
         self._global_epoch += 1
         for tab in self._tabs.values():
             tab.invalidated = True
+
+    def hold(self, tab_id: str | None) -> Hold:
+        """Invalidate ``tab_id``'s refs (None: every tab's) for a mutation being dispatched, and return what
+        :meth:`release` needs to undo it if the mutation turns out to have changed nothing: each snapshot
+        that was valid, with the epoch this invalidation left its tab at (caller holds the lock)."""
+        if tab_id is None:
+            valid = [(t, rec) for t, rec in self._tabs.items() if not rec.invalidated]
+            self.invalidate_all()
+        else:
+            rec = self._tabs.get(tab_id)
+            valid = [] if rec is None or rec.invalidated else [(tab_id, rec)]
+            self.invalidate(tab_id)
+        return tuple((t, rec, self.epoch(t)) for t, rec in valid)
+
+    def release(self, hold: Hold) -> None:
+        """The mutation that made ``hold`` changed nothing: its snapshots are valid again, each only if it is
+        still its tab's latest and nothing invalidated the tab since (its epoch is the one ``hold`` left)."""
+        for tab_id, rec, epoch in hold:
+            if self._tabs.get(tab_id) is rec and self.epoch(tab_id) == epoch:
+                rec.invalidated = False
 
     def epoch(self, tab_id: str | None) -> int:
         """A number that changes whenever ``tab_id``'s refs are invalidated (None: any tab's)."""
@@ -198,7 +234,7 @@ class RefStore:
             sid,
             tab_id,
             f"cursor {cursor!r}",
-            f"is of an older snapshot of tab {tab_id!r}; take a new tab.snapshot",
+            f"is of an older snapshot of tab {_tab(tab_id)}; take a new tab.snapshot",
         )
         current = self._generations.get(tab_id)
         if tab.invalidated or (
@@ -206,7 +242,7 @@ class RefStore:
         ):
             raise RefError(
                 "STALE_SNAPSHOT",
-                f"tab {tab_id!r} changed since snapshot s{sid} (navigation, an action or a renderer change); "
+                f"tab {_tab(tab_id)} changed since snapshot s{sid} (navigation, an action or a renderer change); "
                 "take a new tab.snapshot",
             )
         if tab.next != cursor:
@@ -226,7 +262,7 @@ class RefStore:
         STALE_SNAPSHOT (``what`` + ``older``)."""
         owner = self._owner.get(sid)
         if owner is not None and owner != tab_id:
-            raise RefError("CROSS_TAB_REF", f"{what} belongs to tab {owner!r}, not {tab_id!r}")
+            raise RefError("CROSS_TAB_REF", f"{what} belongs to tab {owner!r}, not {_tab(tab_id)}")
         tab = self._tabs.get(tab_id)
         if owner is None or tab is None or tab.snapshot != sid:
             raise RefError("STALE_SNAPSHOT", f"{what} {older}")
@@ -247,13 +283,13 @@ class RefStore:
             int(m.group(1)),
             tab_id,
             f"snapshot {since!r}",
-            f"is not the latest snapshot of tab {tab_id!r}; pass the latest one's id, or take a new tab.snapshot",
+            f"is not the latest snapshot of tab {_tab(tab_id)}; pass the latest one's id, or take a new tab.snapshot",
         )
         current = self._generations.get(tab_id)
         if tab.generation is not None and current is not None and current != tab.generation:
             raise RefError(
                 "STALE_SNAPSHOT",
-                f"the document of snapshot {since!r} is gone (tab {tab_id!r} navigated); take a new tab.snapshot",
+                f"the document of snapshot {since!r} is gone (tab {_tab(tab_id)} navigated); take a new tab.snapshot",
             )
         if tab.token is None:
             raise RefError(
@@ -304,7 +340,7 @@ class RefStore:
         if cursor is not None:
             if seen != self._generations.get(tab_id):
                 raise RefError(
-                    "STALE_SNAPSHOT", f"tab {tab_id!r} shows a new document; take a new tab.snapshot"
+                    "STALE_SNAPSHOT", f"tab {_tab(tab_id)} shows a new document; take a new tab.snapshot"
                 )
             sid, refs, next_cursor = self.extend_snapshot(tab_id, cursor, handles, rest)
         else:
@@ -320,7 +356,10 @@ class RefStore:
         """The renderer handle behind ``ref`` for an action on ``tab_id``; raises :class:`RefError`."""
         m = _REF_RE.match(ref)
         if m is None:
-            raise RefError("UNKNOWN_REF", f"{ref!r} is not a ref issued by this gateway; take a tab.snapshot")
+            raise RefError(
+                "UNKNOWN_REF",
+                f"{shown(ref, 'a ref', REF_SHAPE)} is not a ref issued by this gateway; take a tab.snapshot",
+            )
         sid, index = int(m.group(1)), int(m.group(2))
         if sid > self._last_snapshot:
             raise RefError("UNKNOWN_REF", f"{ref!r} was never issued by this gateway; take a tab.snapshot")
@@ -332,18 +371,18 @@ class RefStore:
         if owner != tab_id:
             raise RefError(
                 "CROSS_TAB_REF",
-                f"{ref!r} belongs to tab {owner!r}, not {tab_id!r}; snapshot {tab_id!r} for its refs",
+                f"{ref!r} belongs to tab {owner!r}, not {_tab(tab_id)}; snapshot {_tab(tab_id)} for its refs",
             )
         tab = self._tabs.get(tab_id)
         if tab is None or tab.snapshot != sid:
             raise RefError(
                 "STALE_SNAPSHOT",
-                f"{ref!r} is from an older snapshot of tab {tab_id!r}; use refs from its latest one",
+                f"{ref!r} is from an older snapshot of tab {_tab(tab_id)}; use refs from its latest one",
             )
         if tab.invalidated:
             raise RefError(
                 "REFS_INVALIDATED",
-                f"tab {tab_id!r} changed since its snapshot (navigation, an action or a renderer change); "
+                f"tab {_tab(tab_id)} changed since its snapshot (navigation, an action or a renderer change); "
                 "take a new tab.snapshot",
             )
         if index > len(tab.handles):
@@ -352,7 +391,7 @@ class RefStore:
         if tab.generation is not None and current is not None and current != tab.generation:
             raise RefError(
                 "TAB_STALE",
-                f"tab {tab_id!r} now shows document generation {current}, the snapshot was of {tab.generation}; "
+                f"tab {_tab(tab_id)} now shows document generation {current}, the snapshot was of {tab.generation}; "
                 "take a new tab.snapshot",
             )
         return tab.handles[index - 1]

@@ -190,8 +190,10 @@ _TAB_FIELDS: Final = operator.itemgetter("tabId", "generation", "url", "title", 
 
 
 def parse_tabs(result: JsonObject) -> list[JsonObject]:
-    """``get-tabs`` → ``[{tabId, generation, url, title, active, crashed?}]`` with lone surrogates repaired
-    (``crashed: true`` only when the host says so: CONTRACT.md §5 v1.1, the tab reports it crashed).
+    """``get-tabs`` → ``[{tabId, generation, url, title, active, crashed?, popupsClosed?}]`` with lone
+    surrogates repaired (``crashed: true`` only when the host says so: CONTRACT.md §5 v1.1, the tab reports
+    it crashed; ``popupsClosed``: a positive count of the tab's popups the host closed as they opened, its
+    popup cap — docs/contract-notes.md "Popups and kept tabs").
 
     ``result`` is parsed JSON (the gateway's own copy), so its strings, integers and booleans are of
     exactly those types: one ``type(x) is T`` test each, no ``isinstance``."""
@@ -225,6 +227,9 @@ def parse_tabs(result: JsonObject) -> list[JsonObject]:
         }
         if t.get("crashed") is True:  # the tab's renderer crashed: tab.navigate or tabs.close recovers it
             entry["crashed"] = True
+        popups = t.get("popupsClosed")
+        if type(popups) is int and popups > 0:  # popups the host closed as they opened (its popup cap)
+            entry["popupsClosed"] = popups
         tabs.append(entry)
     return tabs
 
@@ -274,6 +279,9 @@ def _tabs_close(p: Planned, _result: JsonObject) -> Shaped:
 
 
 def _navigate(_p: Planned, result: JsonObject) -> Shaped:
+    """``navigate`` → ``{tabId, generation, url, download?}``: ``download`` (the host's download object,
+    :func:`with_download`) when the navigation ended in a download instead of a document (issue 27;
+    docs/host.md "Downloads")."""
     tab = field(result, "tabId", str, "navigate")
     generation = field(result, "generation", int, "navigate")
     url = redact_url(field(result, "url", str, "navigate"))

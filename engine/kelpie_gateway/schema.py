@@ -179,7 +179,7 @@ METHODS: Final[dict[str, Method]] = {
             ("get-tabs",),
             (),
             "List the open tabs (crashed:true marks a tab whose renderer crashed).",
-            "{tabs:[{tabId, generation, url, title, active, crashed?}]}",
+            "{tabs:[{tabId, generation, url, title, active, crashed?, popupsClosed?}]}",
         ),
         Method(
             "tabs.select",
@@ -203,7 +203,7 @@ METHODS: Final[dict[str, Method]] = {
                 ),
             ),
             "Open a new tab.",
-            "{tabId, generation}",
+            "{tabId, generation, download?}",
         ),
         Method("tabs.close", True, ("close-tab",), (_tab_id(True),), "Close a tab.", "{closed: true}"),
         Method(
@@ -346,7 +346,7 @@ METHODS: Final[dict[str, Method]] = {
                 _timeout(),
             ),
             "Navigate a tab; its refs are invalidated.",
-            "{tabId, generation, url}",
+            "{tabId, generation, url, download?}",
             tab_scoped=True,
         ),
         Method(
@@ -472,7 +472,7 @@ def validate_params(method: Method, params: Any) -> JsonObject:
     by_name = method.by_name
     for key in params:
         if key not in by_name:
-            raise ParamError("INVALID_PARAMS", f"/params/{_escape(key)}", f"unknown field for {method.name}")
+            raise _unknown_field("INVALID_PARAMS", "/params", key, f"for {method.name}")
     out: JsonObject = {}
     for p in method.params:
         if p.name in params:
@@ -488,6 +488,22 @@ def validate_params(method: Method, params: Any) -> JsonObject:
 
 def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
+
+
+_FIELD_NAME: Final = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]{0,39}\Z")
+
+
+def _unknown_field(code: str, parent: str, key: str, where: str = "") -> ParamError:
+    """An unknown member ``key`` of the object at ``parent``: the pointer names it when it looks like a
+    field name (a typo: ``/params/tabid``); anything else — a bearer token sent as a name — is only
+    described, at its parent's pointer (issue 27: messages quote a client string only in the shape they
+    expect)."""
+    suffix = f" {where}" if where else ""
+    if _FIELD_NAME.match(key):
+        return ParamError(code, f"{parent}/{_escape(key)}", f"unknown field{suffix}")
+    return ParamError(
+        code, parent, f"unknown field{suffix} (a {len(key)}-character name that is not a field name)"
+    )
 
 
 def validate_request(request: Any) -> tuple[Any, Method | None, str, JsonObject]:
@@ -509,7 +525,7 @@ def validate_request(request: Any) -> tuple[Any, Method | None, str, JsonObject]
     if not _REQUEST_KEYS.issuperset(request):
         for key in request:
             if key not in _REQUEST_KEYS:
-                raise _with_id(ParamError("INVALID_REQUEST", f"/{_escape(key)}", "unknown field"), request_id)
+                raise _with_id(_unknown_field("INVALID_REQUEST", "", key), request_id)
     version = request.get("version")
     if type(version) is not int or version != VERSION:
         raise _with_id(ParamError("INVALID_REQUEST", "/version", "must be the integer 1"), request_id)

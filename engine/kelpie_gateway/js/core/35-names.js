@@ -237,8 +237,9 @@ function hostLanguageName(el, tag, hasLabelledBy, o, child) {
     const type = inputType(el);
     o.visited.add(el);
     if (type === "button" || type === "submit" || type === "reset") {
-      // A button's value is its visible caption, not user data.
-      const v = el.getAttribute("value") || "";
+      // A button's value is its visible caption, not user data — unless a person set it (a text field
+      // the page turned into a button after typing: its value became the attribute; issue 27).
+      const v = valueSetByPerson(el) ? "" : el.getAttribute("value") || "";
       if (flat(v)) return v;
       if (type === "submit") return "Submit";
       if (type === "reset") return "Reset";
