@@ -60,6 +60,7 @@ ENVIRONMENT: dict[str, str] = {
     "--abi-library": "KELPIE_GATEWAY_LIBRARY",
     "--token": "KELPIE_GATEWAY_TOKEN",
     "--token-file": "KELPIE_GATEWAY_TOKEN_FILE",
+    "--browser-executable": "CHROME_PATH",
 }
 """Flag -> the environment variable read when the flag is absent, where the help text does not say so."""
 
@@ -69,6 +70,11 @@ ENVIRONMENT_ONLY: dict[str, str] = {
     "`$XDG_RUNTIME_DIR/kelpie-gateway`, else `/tmp/kelpie-gateway-<uid>`; it must be yours, mode 0700)",
     "KELPIE_GATEWAY_BODY_TIMEOUT_S": "seconds a request body may take to arrive before the host answers "
     "408 (default 30)",
+    "KELPIE_GATEWAY_BROWSER_ROOT": "the folder the browser discovery looks for the system's fixed paths "
+    "under (`/usr/bin/chromium`, `/snap/bin/chromium`, `/opt/google/chrome/chrome`; default `/`): a test or "
+    "packaging override that shows or hides the system's browsers ([docs/host.md](docs/host.md#which-browser))",
+    "PLAYWRIGHT_BROWSERS_PATH": "where Playwright's managed browsers are looked for (and "
+    "`install-browser --with playwright` puts one; default `~/.cache/ms-playwright`)",
 }
 """Variables read without a flag of their own."""
 
@@ -155,6 +161,9 @@ def rows(parser: argparse.ArgumentParser | None = None) -> list[Row]:
             row = by_flag.get(key)
             if row is None:
                 row = by_flag[key] = Row(_flag(action), help=help_text, default=_default(action, help_text))
+            elif help_text and help_text not in row.help:  # the same flag meaning another thing there
+                first = row.help if row.help.startswith(f"{row.commands[0]}: ") else f"{row.commands[0]}: {row.help}"
+                row.help = f"{first}; {command}: {help_text}"
             if command not in row.commands:
                 row.commands.append(command)
             for env in _ENV_IN_HELP.findall(help_text):

@@ -33,7 +33,7 @@ def test_no_browser_is_a_failure_with_its_fix(tmp_path: Path) -> None:
     code, out = _doctor(tmp_path, CHROME_PATH=str(tmp_path / "nowhere" / "chrome"), PATH=str(tmp_path))
     assert code == 1, out
     assert f"FAIL browser: {tmp_path / 'nowhere' / 'chrome'} (CHROME_PATH) is not an executable file" in out
-    assert "fix: install Chromium" in out and "--browser-executable / CHROME_PATH" in out
+    assert "fix: run `kelpie-gateway install-browser`" in out and "--browser-executable or CHROME_PATH" in out
     assert out.splitlines()[-1] == "1 problem(s): browser"
 
 

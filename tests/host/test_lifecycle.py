@@ -18,6 +18,7 @@ import base64
 import contextlib
 import http.server
 import os
+import re
 import shutil
 import signal
 import struct
@@ -424,6 +425,10 @@ def test_a_slow_relaunch_is_browser_unavailable_not_an_unknown_outcome(tmp_path:
         refused(opened, "BROWSER_UNAVAILABLE")
         assert opened["error"]["retryable"] is False and "nothing was run" in opened["error"]["message"], opened
         assert 9 <= took < 13, took  # at its deadline, not the relaunch's end
+        # Its log line says the time was the wait for the relaunch (issue 34).
+        line = host.process.wait_for_line("tx tabs.open tab=- refused BROWSER_UNAVAILABLE", 10)
+        waited = re.search(r" (\d+)ms \(browser wait (\d+)ms\)$", line or "")
+        assert waited is not None and int(waited.group(1)) >= int(waited.group(2)) >= 8500, line
         started = time.monotonic()
         nav = host.call("tab.navigate", {"tabId": tab, "url": host.site("index.html"), "timeoutMs": 1500})
         refused(nav, "BROWSER_UNAVAILABLE")

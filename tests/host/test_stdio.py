@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -222,10 +223,18 @@ def test_mcp_is_answered_while_the_browser_is_still_starting(tmp_path: Path) -> 
         envelope = host.control(3, "tabs.list", {})  # waits for the browser instead of failing
         assert launched.exists()
         assert envelope["success"] and envelope["result"]["tabs"][0]["title"] == "Kelpie fixture site"
+        assert host.control(4, "tabs.list", {})["success"]
         host.close_stdin()
         assert host.wait(60) == 0
     assert any("browser starting" in line for line in host.log)
     assert any(line.startswith("browser chromium") for line in host.log)
+    # The first call's logged time includes the browser's start, and its line says how much of it that was
+    # (issue 34); the next call waited for nothing.
+    first, second = [line for line in host.log if line.startswith("tx tabs.list")]
+    timed = re.fullmatch(r"tx tabs\.list tab=- ok (\d+)ms \(browser wait (\d+)ms\)", first)
+    assert timed is not None, first
+    assert int(timed.group(1)) >= int(timed.group(2)) >= 8000  # the wrapper sleeps 8 s before the browser
+    assert re.fullmatch(r"tx tabs\.list tab=- ok \d+ms", second), second
 
 
 def test_a_browser_that_cannot_start_ends_the_stdio_session_with_a_reason(tmp_path: Path) -> None:

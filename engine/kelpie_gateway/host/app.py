@@ -296,11 +296,17 @@ class StartingRenderer:
             return False
         return True
 
+    def _refusal(self) -> str:
+        """The message of a call the failed start refused: ``message`` and why (a :class:`StartError`'s
+        text is scrubbed and ends with its fix, e.g. where no browser was found and what to run)."""
+        exc = self.started.exception() if self.started.done() and not self.started.cancelled() else None
+        return f"{self.message}: {exc}" if isinstance(exc, StartError) and str(exc) else self.message
+
     async def call(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         if not await self._up():
             return {
                 "success": False,
-                "error": {"code": "BROWSER_UNAVAILABLE", "message": self.message},
+                "error": {"code": "BROWSER_UNAVAILABLE", "message": self._refusal()},
                 "mayHaveCompleted": False,
             }
         result: dict[str, Any] = await self.inner.call(method, params)

@@ -637,6 +637,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return doctor.run(args.browser_executable, Path(args.pairings) if args.pairings else None)
 
 
+def cmd_install_browser(args: argparse.Namespace) -> int:
+    """``kelpie-gateway install-browser``: see :mod:`kelpie_gateway.host.install_browser`."""
+    from kelpie_gateway.host import install_browser
+
+    return install_browser.run(method=args.method, dry_run=args.dry_run, force=args.force)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from kelpie_gateway.host.demo import run_demo
 
@@ -653,7 +660,10 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
         default="chromium",
         help="chromium (default) or none: the no-renderer fallback (browserAvailable:false)",
     )
-    cmd.add_argument("--browser-executable", help="Chromium binary (default /usr/bin/chromium if present)")
+    cmd.add_argument(
+        "--browser-executable",
+        help="Chromium or Chrome binary (default: the first found, docs/host.md Which browser)",
+    )
     cmd.add_argument(
         "--headed", action="store_true", help="show the browser window (needs a display: DISPLAY)"
     )
@@ -929,6 +939,23 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--browser-executable", help="the Chromium binary serve would be given")
     doctor.add_argument("--pairings", metavar="FILE", help="the pairing file (default as serve)")
     doctor.set_defaults(func=cmd_doctor)
+
+    install = sub.add_parser(
+        "install-browser",
+        help="install a Chromium the host can launch (apt as root on Debian/Ubuntu, else Playwright's installer)",
+        description="Does nothing when a browser is already found (the order serve uses); says what to do "
+        "when the install cannot run or fails. See docs/host.md, install-browser.",
+    )
+    install.add_argument(
+        "--with",
+        dest="method",
+        choices=("auto", "apt", "playwright"),
+        default="auto",
+        help="how: apt (root, Debian/Ubuntu), playwright (no root), auto (apt when it can, else playwright)",
+    )
+    install.add_argument("--dry-run", action="store_true", help="print the commands, run none")
+    install.add_argument("--force", action="store_true", help="install even when a browser is found")
+    install.set_defaults(func=cmd_install_browser)
 
     demo = sub.add_parser("demo", help="the host on the fixture site + an MCP SDK journey, step by step")
     demo.add_argument("--via-abi", action="store_true", help="run the host through the C library")

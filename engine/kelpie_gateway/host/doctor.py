@@ -1,9 +1,9 @@
 """``kelpie-gateway doctor``: is this machine ready to run the host? (issue 34; docs/host.md "doctor").
 
 One line per check — ``ok``, ``FAIL`` or ``warn`` — and, for each that is not ``ok``, the one thing to do.
-Checks: the Python version, the browser the host would launch (the same choice as ``serve``: the
-``--browser-executable`` given, else ``$CHROME_PATH``, else ``/usr/bin/chromium``, else Playwright's managed
-Chromium), started once with ``--version``; the reader bundles (built and current, or assembled from the
+Checks: the Python version, the browser the host would launch (the same order as ``serve`` and ``mcp``:
+:mod:`kelpie_gateway.host.discovery`), started once with ``--version``, named with where it was found (or
+every place looked at); the reader bundles (built and current, or assembled from the
 packaged sources); the C library (``warn`` only: just ``--via-abi`` and the bindings need it); the pairing
 file (readable, private, valid). Exit status 1 when a check failed, else 0.
 """
@@ -19,16 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from kelpie_gateway.host.discovery import NO_BROWSER_FIX
+
 Status = Literal["ok", "FAIL", "warn"]
 
 MIN_PYTHON = (3, 11)
 BROWSER_PROBE_S = 30.0
 """How long the browser may take to answer ``--version``."""
 
-INSTALL_BROWSER = (
-    "install Chromium (Debian/Ubuntu: apt-get install chromium; or `python -m playwright install chromium`), "
-    "or point --browser-executable / CHROME_PATH at a Chromium or Chrome binary"
-)
+INSTALL_BROWSER = NO_BROWSER_FIX
 
 
 @dataclass(frozen=True)
@@ -52,37 +51,20 @@ def check_python() -> Check:
     return Check("python", "ok", f"{version} at {sys.executable}")
 
 
-def _playwright_chromium() -> str | None:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        return None
-    try:
-        with sync_playwright() as playwright:
-            path = playwright.chromium.executable_path
-    except Exception:
-        return None
-    return path if path and os.path.exists(path) else None
-
-
 def check_browser(explicit: str | None) -> Check:
-    """The browser ``serve`` would launch, started once with ``--version``."""
-    from kelpie_gateway.host.discovery import find_chromium
+    """The browser ``serve`` would launch (:func:`~kelpie_gateway.host.discovery.discover`: the same order),
+    started once with ``--version``; the line names where it was found, or every place looked at."""
+    from kelpie_gateway.host.discovery import discover
 
-    where = "--browser-executable" if explicit else ("CHROME_PATH" if os.environ.get("CHROME_PATH") else "")
-    path = find_chromium(explicit)
+    found = discover(explicit)
+    path, where = found.path, found.source
     if path is None:
-        path = _playwright_chromium()
-        where = "Playwright's managed browser"
-        if path is None:
-            return Check(
-                "browser",
-                "FAIL",
-                "no Chromium found (not /usr/bin/chromium, none of Playwright's)",
-                INSTALL_BROWSER,
-            )
-    elif not where:
-        where = "the default"
+        return Check(
+            "browser",
+            "FAIL",
+            f"no Chromium or Chrome found; looked at {found.where_looked()}",
+            INSTALL_BROWSER,
+        )
     if not os.path.isfile(path) or not os.access(path, os.X_OK):
         return Check("browser", "FAIL", f"{path} ({where}) is not an executable file", INSTALL_BROWSER)
     try:

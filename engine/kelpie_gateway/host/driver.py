@@ -170,6 +170,7 @@ class Driver:
         self._late: set[asyncio.Future[Any]] = set()
         self._inflight: dict[str, _Inflight] = {}
         self._retiring: dict[str, str | None] = {}  # transaction -> tab of its stuck dispatch
+        self._waited: dict[str, float] = {}  # transaction -> seconds waited for a browser (start, relaunch)
         self._also: set[GatewayLike] = set()
         if listen:  # a one-shot observer's driver leaves the sink to the renderer's own driver (observing)
             renderer.listen(self)
@@ -307,6 +308,16 @@ class Driver:
     ) -> JsonObject:
         started = time.monotonic()
         step = begin()
+        transaction = step.get("transaction")
+        try:
+            return await self._steps(step, started, mcp=mcp, abandon=abandon)
+        finally:
+            if isinstance(transaction, str):
+                self._waited.pop(transaction, None)
+
+    async def _steps(
+        self, step: JsonObject, started: float, *, mcp: bool, abandon: Abandon | None
+    ) -> JsonObject:
         target: Any = None
         while True:
             kind = step.get("step")
@@ -325,7 +336,8 @@ class Driver:
             if kind == "authorize":
                 target = step.get("target") or target
                 if self._ready is not None and not self._ready.done() and _needs_browser(step):
-                    done = await self._admit_after_start(step, abandon)
+                    with self._waiting(step["transaction"]):
+                        done = await self._admit_after_start(step, abandon)
                     if done is not None or (abandon is not None and abandon.abandoned):
                         step = done or step  # complete, or the loop cancels the authorization
                         continue
@@ -367,7 +379,8 @@ class Driver:
         try:
             # Without an authorize step (_started there) the first start is awaited here: its start-up is
             # not the dispatch's time, though the engine's deadline already runs.
-            await self._started(flight.preempt)
+            with self._waiting(transaction):
+                await self._started(flight.preempt)
             deadline = loop.time() + timeout_ms / 1000
             coming = None if flight.preempt.done() else self.renderer.available()
             if coming is not None:
@@ -375,7 +388,8 @@ class Driver:
                 # browser is there nothing can run, so a relaunch that fails or is not back in time is
                 # answered BROWSER_UNAVAILABLE with mayHaveCompleted:false — never a TIMEOUT of unknown
                 # outcome.
-                refused = await self._browser_back(coming, deadline, timeout_ms, abandon, flight.preempt)
+                with self._waiting(transaction):
+                    refused = await self._browser_back(coming, deadline, timeout_ms, abandon, flight.preempt)
                 if refused is not None and not flight.preempt.done():
                     return self._not_run(step, refused)
                 left_ms = max(1, int((deadline - loop.time()) * 1000))
@@ -568,6 +582,15 @@ class Driver:
                 await asyncio.wait(set(self._late), timeout=timeout_s)
 
     # ------------------------------------------------------------------ the per-transaction log line
+    @contextlib.contextmanager
+    def _waiting(self, transaction: str) -> Iterator[None]:
+        """Count the time the block takes as ``transaction``'s wait for the browser (its log line says it)."""
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            self._waited[transaction] = self._waited.get(transaction, 0.0) + time.monotonic() - began
+
     def _log_complete(self, step: Mapping[str, Any], target: Any, started: float) -> None:
         audit = step.get("audit") or {}
         response = step.get("response")
@@ -587,6 +610,9 @@ class Driver:
             ms = (time.monotonic() - started) * 1000
         lane = audit.get("lane")
         extra = f" lane={lane}" if lane and lane != "direct" else ""
+        waited = self._waited.get(str(step.get("transaction")), 0.0) * 1000
+        if waited >= 1:  # the call's time includes it: say how much of it was the browser starting
+            extra += f" (browser wait {waited:.0f}ms)"
         shown = "-" if tab is None else tab if isinstance(tab, str) and LOGGED_TAB_ID.match(tab) else "?"
         self.log(f"tx {_printable(method)} tab={shown} {outcome} {ms:.0f}ms{extra}")
 

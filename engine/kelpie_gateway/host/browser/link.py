@@ -42,6 +42,7 @@ from playwright.async_api import Browser, BrowserContext, Playwright, async_play
 from playwright.async_api import Error as PlaywrightError
 
 from kelpie_gateway.host.discovery import DEFAULT_CHROMIUM as DEFAULT_CHROMIUM
+from kelpie_gateway.host.discovery import discover, no_browser_message
 from kelpie_gateway.host.discovery import find_chromium as find_chromium
 from kelpie_gateway.host.remote import RemoteBrowser, Secrets, backoff_delay
 from kelpie_gateway.host.renderer import JsonObject, fail
@@ -202,12 +203,21 @@ class BrowserLink:
             self._pw = await async_playwright().start()
             await self._connect()
         except Exception as exc:
-            where = ""
-            if self.remote is not None:
-                what = "attached browser" if self.attached else "remote browser"
-                where = f"the {what} at {self.remote.shown} could not be reached: "
-            raise BrowserStartError(self.scrub(where + self.why(exc, 300))) from None
+            raise BrowserStartError(self.scrub(self._start_failure(exc))) from None
         self.started = True
+
+    def _start_failure(self, exc: BaseException) -> str:
+        """What :meth:`start` says when it fails: the cause and, for a browser this host launches, the fix in
+        the same sentence (where discovery looked when it found nothing; docs/host.md "Which browser")."""
+        if self.remote is not None:
+            what = "attached browser" if self.attached else "remote browser"
+            return f"the {what} at {self.remote.shown} could not be reached: {self.why(exc, 300)}"
+        if self.executable is None:
+            return no_browser_message(discover(None))
+        return (
+            f"{self.executable} could not be started ({self.why(exc, 200)}): run `kelpie-gateway doctor` to "
+            "see why, or point --browser-executable or CHROME_PATH at another Chromium or Chrome binary"
+        )
 
     async def _connect(self) -> None:
         assert self._pw is not None
