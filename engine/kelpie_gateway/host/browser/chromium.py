@@ -164,6 +164,7 @@ class ChromiumRenderer:
         context_options: ContextOptions | None = None,
         tab_ids: Iterator[int] | None = None,
         lane: LaneOptions | None = None,
+        direct_cdp: bool = False,
     ) -> None:
         self.log = log
         self.lane = lane or LaneOptions()
@@ -183,6 +184,7 @@ class ChromiumRenderer:
                 remote=RemoteBrowser("cdp", cdp_endpoint) if cdp_endpoint else None,
                 viewport=viewport,
                 proxy=proxy,
+                direct_cdp=direct_cdp,
             )
         options = context_options or ContextOptions(
             viewport=dict(viewport or VIEWPORT),
