@@ -214,6 +214,13 @@ class World(Part):
         Raises PlaywrightError when it cannot be had (the page replaced or closed)."""
         return await self._session_of(tab)
 
+    def direct_session(self, tab: Tab) -> DirectSession | None:
+        """The tab's live flat session on the host's direct CDP connection (``--direct-cdp``), else None: a
+        part may send commands to the tab's target over it that need none of Playwright's bookkeeping
+        (native input's ``Input`` events)."""
+        direct = self.of(tab).direct
+        return direct if direct is not None and direct.gone is None else None
+
     async def _session_of(self, tab: Tab) -> CDPSession:
         made = self.of(tab).session
         if made is None or (made.done() and (made.cancelled() or made.exception() is not None)):
