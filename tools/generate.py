@@ -325,15 +325,25 @@ def _zod_param(p: schema.Param, ts: bool) -> str:
             expr += f".max({p.maximum})"
     elif p.kind == "boolean":
         expr = "z.boolean()"
+    elif p.kind == "object" and p.properties is not None:
+        members = ", ".join(f"{m.name}: {_zod_param(m, ts)}" for m in p.properties)
+        expr = f"z.strictObject({{ {members} }})"
+        if p.min_properties:
+            expr += (
+                f".refine((v) => Object.keys(v).length >= {p.min_properties}, "
+                f"{{ message: {_js(f'needs at least {p.min_properties} member(s)')} }})"
+            )
     elif p.kind == "object":
         expr = "z.record(z.string(), z.unknown())"
     else:
         raise ValueError(f"param {p.name}: unknown kind {p.kind!r}")
+    if p.choices is not None:
+        expr = f"z.enum({_js(list(p.choices))})"
     if p.supported is not None:
         expr = f"supported({expr}, {_js(list(p.supported))})"
     if p.required:
         return expr
-    if p.default is not None:
+    if p.default is not None and p.apply_default:
         if isinstance(p.default, dict | list):
             return f"{expr}.default(() => ({_js(p.default)}))"
         return f"{expr}.default({_js(p.default)})"
@@ -500,6 +510,31 @@ def parity_cases() -> list[tuple[str, Any]]:
     add(("tabs.close", _req("tabs.close", {"tabId": "t1"})))
     add(("tab.snapshot defaults", _req("tab.snapshot", {"tabId": "t1"})))
     add(("tab.snapshot params omitted (defaults)", _req("tab.snapshot")))
+    # v1.2 snapshot params: include (closed choice), find (closed members, at least one), since
+    for v in ("all", "controls", "Controls", "", 1, None):
+        add((f"tab.snapshot include={v!r}", _req("tab.snapshot", {"tabId": "t1", "include": v})))
+    for v in (
+        {"role": "button"},
+        {"name": "Submit", "text": "order"},
+        {},
+        {"role": ""},
+        {"name": "n" * M.MAX_FIND_CHARS},
+        {"name": "n" * (M.MAX_FIND_CHARS + 1)},
+        {"text": EMOJI * M.MAX_FIND_CHARS},
+        {"label": "x"},
+        {"role": 5},
+        [],
+        "button",
+    ):
+        shown = (
+            {k: (x if len(str(x)) < 12 else f"<{len(x)} code points>") for k, x in v.items()}
+            if isinstance(v, dict)
+            else v
+        )
+        add((f"tab.snapshot find={shown!r}", _req("tab.snapshot", {"tabId": "t1", "find": v})))
+    for v in ("s1", "", "s" * (M.MAX_SNAPSHOT_ID_CHARS + 1), 3):
+        shown = v if not isinstance(v, str) or len(v) < 12 else f"<{len(v)} chars>"
+        add((f"tab.snapshot since={shown!r}", _req("tab.snapshot", {"tabId": "t1", "since": v})))
     add(("tab.click", _req("tab.click", {"tabId": "t1", "ref": "s1e1"})))
     add(("tab.click ref required", _req("tab.click", {"tabId": "t1"})))
     add(("tab.type", _req("tab.type", {"tabId": "t1", "ref": "s1e1", "text": "hi"})))

@@ -49,6 +49,7 @@ CONFIG_KEYS: dict[str, str] = {
     "--extensions-include": "`extensionFilter.include`",
     "--extensions-exclude": "`extensionFilter.exclude`",
     "--config": "any §2 field the host lets the operator choose (docs/host.md)",
+    "--retirement-grace-ms": "`retirementGraceMs`",
     "--isolation": "`isolation` (a host key of `--config`)",
     "--max-contexts": "`maxContexts` (a host key of `--config`)",
     "--context-idle-s": "`contextIdleS` (a host key of `--config`)",

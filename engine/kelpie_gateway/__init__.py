@@ -13,7 +13,7 @@ the engine's own and may change.
 
 from .api import Gateway
 from .errors import GatewayConfigError, GatewayPendingError
-from .jsonio import dumps
+from .jsonio import DuplicateMember, JsonError, dumps, loads
 from .mcp import MODERN_PROTOCOL_VERSIONS as MCP_STATELESS_VERSIONS
 from .mcp import PROTOCOL_VERSIONS as MCP_PROTOCOL_VERSIONS
 from .mcp import http_refusal as mcp_http_refusal
@@ -70,9 +70,11 @@ __all__ = [
     "NATIVE_ENDPOINTS",
     "VERSION",
     "WORLD_NAME",
+    "DuplicateMember",
     "Gateway",
     "GatewayConfigError",
     "GatewayPendingError",
+    "JsonError",
     "__version__",
     "bundle_missing",
     "bundle_slot",
@@ -91,6 +93,7 @@ __all__ = [
     "jsonrpc_error",
     "kept_script",
     "links_script",
+    "loads",
     "mcp_http_refusal",
     "new_document_script",
     "pointer_aim_script",
@@ -108,6 +111,11 @@ __all__ = [
 """``NATIVE_ENDPOINTS``: every native endpoint a core method can need (a host implementing all of them
 gets every core method advertised). ``dumps(value) -> bytes``: compact UTF-8 JSON, lone surrogates
 repaired (the engine's own serialiser, e.g. for a host that passes results to the C ABI as text).
+``loads(data, *, cap=4 MiB)``: the engine's own parser for what a host's transport reads from a client
+(the gateway reads ``begin``/``begin_mcp`` text the same way): raises ``JsonError`` (``.code``
+``INVALID_JSON`` or ``REQUEST_TOO_LARGE``), and ``DuplicateMember`` (a ``JsonError``) for an object that
+repeats a member name at any depth — where a transport parses a message itself (the tunnel's frames, the
+pairing body), a repeated name is refused there too instead of the last one winning (issue 27).
 ``MCP_PROTOCOL_VERSIONS``: the MCP handshake revisions ``begin_mcp`` speaks, oldest first (CONTRACT.md §7),
 e.g. for a host's ``MCP-Protocol-Version`` header check. ``MCP_STATELESS_VERSIONS``: the stateless revisions
 (``2026-07-28``) it speaks besides, decided per request by ``params._meta`` (docs/mcp.md).

@@ -9,8 +9,8 @@ coordinator turns it into the ``complete`` step. Nothing here changes a lane, a 
   and direct targeting (TAB_REQUIRED). Returns the lane, whether it mutates, the extension and the target
   tab.
 * :meth:`Admission.check` — the refs a request carries (the ref store's codes), a tab known to be closed
-  (TAB_NOT_FOUND), a snapshot's ``scope`` and ``cursor`` (an observer's: INVALID_PARAMS, it has neither),
-  and RECONCILE_REQUIRED. Run at ``begin`` and
+  (TAB_NOT_FOUND), a snapshot's ``scope``, ``cursor`` and ``since`` (an observer's: INVALID_PARAMS, it has
+  none of them, nor ``include``/``find``), and RECONCILE_REQUIRED. Run at ``begin`` and
   again before the main dispatch and before a tab switch: an ``authorize`` step or an inspection may have
   let the tab change meanwhile.
 * :meth:`Admission.switch` — whether selected targeting may switch tabs for a transaction (TAB_NOT_SELECTED,
@@ -25,7 +25,7 @@ from typing import Any, Final
 from . import natives
 from .catalog import Catalog
 from .config import Config, Extension
-from .errors import ERROR_CODES, JsonObject, Refusal
+from .errors import ERROR_CODES, NAME_SHAPE, TAB_ID_SHAPE, JsonObject, Refusal, shown
 from .ledger import TabLedger
 from .refs import RefStore
 from .schema import Method
@@ -34,13 +34,18 @@ from .transaction import Transaction
 _TAB_TARGETED: Final = frozenset({"tabs.select", "tabs.close"})
 _REF_METHODS: Final = frozenset({"tab.click", "tab.type"})
 _GUARDED: Final = _REF_METHODS | {"tab.snapshot"}
-"""Reads that :meth:`Admission.check` guards (refs, a scope or a cursor); it guards every mutation and
+"""Reads that :meth:`Admission.check` guards (refs, a scope, a cursor or a since); it guards every mutation and
 extension call, and nothing else."""
 
 Admitted = tuple[str, bool, Extension | None, str | None, bool]
 """What :meth:`Admission.admit` decides: ``(lane, mutates, extension or None, target tab or None,
 guarded)``; ``guarded`` is False when :meth:`Admission.check` can refuse nothing of the transaction (a read
 carrying no ref, scope or cursor, such as ``tabs.list``), so the coordinator need not ask it."""
+
+
+def _tab(tab_id: Any) -> str:
+    """A client's ``tabId`` as a refusal shows it: quoted only when it looks like a tab id (issue 27)."""
+    return shown(tab_id, "a tab id", TAB_ID_SHAPE)
 
 
 class Admission:
@@ -61,7 +66,10 @@ class Admission:
         ``params`` (a pinned tab is written into them). Raises :class:`Refusal`."""
         if method is None:
             advertised = ", ".join(self._catalog.methods)
-            raise Refusal("UNSUPPORTED_METHOD", f"unknown method {name!r}; this gateway offers: {advertised}")
+            raise Refusal(
+                "UNSUPPORTED_METHOD",
+                f"unknown method {shown(name, 'a method name', NAME_SHAPE)}; this gateway offers: {advertised}",
+            )
         code = self._refusals[name]
         if code is not None and name != "extension.call":
             raise Refusal(code, self._refusal_message(code, name))
@@ -69,7 +77,8 @@ class Admission:
         if name == "extension.call":
             ext = self._catalog.extensions.get(params["name"])
             if ext is None:
-                raise Refusal("EXTENSION_NOT_ADMITTED", f"no admitted extension named {params['name']!r}")
+                named = shown(params["name"], "an extension name", NAME_SHAPE)
+                raise Refusal("EXTENSION_NOT_ADMITTED", f"no admitted extension named {named}")
             arguments = params["arguments"]  # an object: validated
             refusal = ext.check_arguments(arguments)
             if refusal is not None:
@@ -85,7 +94,7 @@ class Admission:
                     tab_id = params["tabId"] = pin
                 elif tab_id != pin:
                     raise Refusal(
-                        "TAB_PINNED", f"this session is pinned to tab {pin!r}; {tab_id!r} is refused"
+                        "TAB_PINNED", f"this session is pinned to tab {pin!r}; {_tab(tab_id)} is refused"
                     )
             if tab_id is None and self._config.targeting == "direct":
                 raise Refusal(
@@ -110,16 +119,16 @@ class Admission:
             self._refs.resolve(ref, target)
         if txn.ext is not None:
             self.handles(txn, tab_id)
-        if txn.method == "tab.snapshot":  # scope and cursor are refused before anything runs (§9 v1.1)
+        if txn.method == "tab.snapshot":  # scope, cursor, since are refused before anything runs (§9)
             if self._config.observer:
                 self.refuse_anchor(params)
-            if params.get("cursor") is not None or params.get("scope") is not None:
+            if any(params.get(k) is not None for k in ("cursor", "scope", "since")):
                 self.refuse_closed(tab_id)
             natives.snapshot_anchor(params, tab_id or "", self._ctx)
         if txn.mutates and tab_id is not None and tab_id in self._ledger.reconcile:
             raise Refusal(
                 "RECONCILE_REQUIRED",
-                f"an earlier action on tab {tab_id!r} has an unknown outcome; take a tab.snapshot (or tabs.list) "
+                f"an earlier action on tab {_tab(tab_id)} has an unknown outcome; take a tab.snapshot (or tabs.list) "
                 "of it before acting on it again",
             )
 
@@ -132,21 +141,22 @@ class Admission:
         if not txn.mutates:
             raise Refusal(
                 "TAB_NOT_SELECTED",
-                f"tab {wanted!r} is not the selected tab ({selected!r}); reads never switch",
+                f"tab {_tab(wanted)} is not the selected tab ({selected!r}); reads never switch",
             )
         if all(t["tabId"] != wanted for t in tabs):
-            raise Refusal("TAB_NOT_FOUND", f"no tab {wanted!r}")
+            raise Refusal("TAB_NOT_FOUND", f"no tab {_tab(wanted)}")
         if "switch-tab" not in self._config.native_methods:
             raise Refusal(
-                "TAB_NOT_SELECTED", f"tab {wanted!r} is not selected and this host cannot switch tabs"
+                "TAB_NOT_SELECTED", f"tab {_tab(wanted)} is not selected and this host cannot switch tabs"
             )
         self.check(txn, wanted)
 
     @staticmethod
     def refuse_anchor(params: JsonObject) -> None:
-        """An observer (config ``observer: true``, §9 v1.2) issues no refs and offers no cursor: a snapshot
-        naming a ``scope`` or a ``cursor`` is refused INVALID_PARAMS before anything runs."""
-        for name in ("scope", "cursor"):
+        """An observer (config ``observer: true``, §9 v1.2) issues no refs, no cursor and no snapshot id, and
+        reads the whole tab in one page: a snapshot naming a ``scope``, ``cursor``, ``since``, ``include`` or
+        ``find`` is refused INVALID_PARAMS before anything runs (docs/contract-notes.md "Observers")."""
+        for name in ("scope", "cursor", "since", "include", "find"):
             if params.get(name) is not None:
                 raise Refusal(
                     "INVALID_PARAMS",
@@ -160,7 +170,7 @@ class Admission:
         if tab is not None and tab in self._ledger.closed:
             raise Refusal(
                 "TAB_NOT_FOUND",
-                f"tab {tab!r} was closed; its refs and cursors went with it (tabs.list shows the open tabs)",
+                f"tab {_tab(tab)} was closed; its refs and cursors went with it (tabs.list shows the open tabs)",
             )
 
     def handles(self, txn: Transaction, tab_id: str | None) -> dict[str, str]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from . import jsonio
-from .errors import GatewayConfigError, JsonObject, failure
+from .errors import NAME_SHAPE, GatewayConfigError, JsonObject, failure, shown
 from .schema import strict_validator
 
 NAME_PATTERN: Final = r"^[a-z][a-z0-9_]{0,63}(?!\n)$"
@@ -152,9 +152,33 @@ class Extension:
         if error is not None:
             return (
                 "INVALID_PARAMS",
-                f"/params/arguments{_pointer(error.absolute_path)}: {error.message[:300]}",
+                f"/params/arguments{_pointer(error.absolute_path)}: {_schema_message(error)[:300]}",
             )
         return None
+
+
+def _schema_message(error: Any) -> str:
+    """A ``jsonschema`` error's message without the client's value in it: jsonschema writes the failing
+    instance's ``repr`` first (``'<a bearer token>' does not match '^s…'``); a string, object or array is
+    shown only as what it is (``a 43-character string``), and unknown member names only when they look
+    like names (issue 27: refusals quote a client string only in the shape they expect)."""
+    instance = error.instance
+    message = str(error.message)
+    if error.validator == "additionalProperties" and isinstance(instance, dict):
+        known = set((error.schema or {}).get("properties") or {})
+        extra = [k for k in instance if k not in known]
+        names = ", ".join(shown(k, "a member name", NAME_SHAPE) for k in extra[:5])
+        return f"unknown member(s) {names}"
+    if isinstance(instance, str):
+        return message.replace(repr(instance), f"a {len(instance)}-character string", 1)
+    if isinstance(instance, dict | list):
+        what = (
+            f"an object of {len(instance)} member(s)"
+            if isinstance(instance, dict)
+            else f"an array of {len(instance)} item(s)"
+        )
+        return message.replace(repr(instance), what, 1)
+    return message
 
 
 @dataclass(frozen=True)

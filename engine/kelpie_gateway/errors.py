@@ -13,6 +13,7 @@ Envelope shapes (CONTRACT.md §4)::
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 JsonObject = dict[str, Any]
@@ -180,3 +181,29 @@ def success(request_id: Any, result: JsonObject) -> JsonObject:
 def rejected(code: str, message: str) -> JsonObject:
     """A ``rejected`` step (CONTRACT.md §5): the advance/cancel changed nothing."""
     return {"step": "rejected", "error": error_body(code, message)}
+
+
+# ---------------------------------------------------------------------- quoting what a client sent
+REF_SHAPE: Final = re.compile(r"s[1-9][0-9]{0,17}e[1-9][0-9]{0,6}\Z")
+"""A ref as the gateway issues them (``s<n>e<i>``, CONTRACT.md §6)."""
+CURSOR_SHAPE: Final = re.compile(r"s[1-9][0-9]{0,17}p[1-9][0-9]{0,5}\Z")
+"""A continuation cursor as the gateway issues them (``s<n>p<k>``)."""
+TAB_ID_SHAPE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,23}\Z")
+"""What a host's tab id looks like (``t3``, ``A``, ``tab-12``, a short UUID-free id): at most 24
+characters. A bearer token (43 characters) never fits, nor does a sentence or a URL."""
+VERSION_SHAPE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+"""An MCP protocol revision (``2025-06-18``)."""
+NAME_SHAPE: Final = re.compile(r"[A-Za-z_$@][A-Za-z0-9_$@.:/-]{0,39}\Z")
+"""A member, method, tool or extension name: an identifier-like word of at most 40 characters."""
+
+
+def shown(value: Any, what: str, shape: re.Pattern[str]) -> str:
+    """How a refusal message shows a string the client sent where ``what`` was expected (issue 27: a
+    message quoted a bearer token sent as a ref back to the client and into logs): quoted (``'s3e2'``)
+    when it has ``shape``, else only described — its length and that it is not ``what``
+    (``a 43-character string that is not a ref``). Never raises; any other type is described too."""
+    if isinstance(value, str):
+        if shape.match(value):
+            return repr(value)
+        return f"a {len(value)}-character string that is not {what}"
+    return f"a {type(value).__name__} that is not {what}"

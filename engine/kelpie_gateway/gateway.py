@@ -58,7 +58,7 @@ from . import audit, inputs, jsonio, natives, results, steps
 from .admission import Admission
 from .catalog import Catalog
 from .config import Config, Extension, parse_config
-from .errors import GatewayPendingError, JsonObject, Refusal, failure, rejected, success
+from .errors import TAB_ID_SHAPE, GatewayPendingError, JsonObject, Refusal, failure, rejected, shown, success
 from .inputs import CANCEL_CODES, RESULT, TAB_CLOSED, UNDELIVERED
 from .ledger import TabLedger
 from .refs import RefStore
@@ -143,7 +143,9 @@ class GatewayCore:
         # progress and, once validated, its normalized params (audit.RAW: not validated, use its own).
         self._hint: Any = None
         self._hint_params: Any = audit.RAW
-        self._natives = natives.Context(secrets.token_hex(16), self._refs.resolve, self._refs.resume)
+        self._natives = natives.Context(
+            secrets.token_hex(16), self._refs.resolve, self._refs.resume, self._refs.since_anchor
+        )
         self._admission = Admission(self._config, self._catalog, self._refs, self._ledger, self._natives)
         self._direct_watcher: Callable[[bool], None] | None = None
 
@@ -482,7 +484,7 @@ class GatewayCore:
         step = self._issue_dispatch(txn, event, endpoint, params, txn.mutates)
         if txn.mutates:
             txn.dispatched_mutation = True
-            self._ledger.invalidate_for(txn)
+            txn.held = self._ledger.invalidate_for(txn)
         txn.epoch = self._refs.epoch(txn.tab_id)
         return step
 
@@ -565,7 +567,7 @@ class GatewayCore:
             if state == "dispatching":  # the main dispatch: shape its result, record its facts, complete
                 tab = txn.tab_id
                 if not txn.mutates and tab is not None and self._refs.epoch(tab) != txn.epoch:
-                    changed = f"tab {tab!r} changed while it was being read; the result was discarded"
+                    changed = f"tab {shown(tab, 'a tab id', TAB_ID_SHAPE)} changed while it was being read; the result was discarded"
                     return self._finish(txn, failure(txn.request_id, "RENDERER_CHANGED", changed))
                 planned = txn.planned
                 shaped = results.SHAPERS[planned.method](planned, result)
@@ -617,7 +619,8 @@ class GatewayCore:
         docs/contract-notes.md "A failure after a tab switch")."""
         if txn.switched and not may_have_completed:
             may_have_completed = True
-            message = f"{message} (tab {txn.tab_id!r} had been selected for it first: the selection changed)"
+            tab = shown(txn.tab_id, "a tab id", TAB_ID_SHAPE)
+            message = f"{message} (tab {tab} had been selected for it first: the selection changed)"
         return self._finish(
             txn, failure(txn.request_id, code, message, may_have_completed=may_have_completed)
         )
@@ -715,6 +718,8 @@ class GatewayCore:
     def _finish(self, txn: Transaction, envelope: JsonObject) -> JsonObject:
         if txn.dispatched_mutation or envelope.get("mayHaveCompleted"):
             self._ledger.finished(txn, envelope)  # marks, and what an undelivered report would need
+            if txn.held and envelope.get("mayHaveCompleted") is False and not envelope.get("success"):
+                self._ledger.unchanged(txn)  # refused before any effect: its refs were never spent
         txn.fire("finish")
         self._release(txn)
         txn.seq += 1

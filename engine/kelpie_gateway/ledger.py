@@ -22,8 +22,8 @@ from collections import OrderedDict
 from typing import Final
 
 from .errors import JsonObject
-from .refs import RefStore
-from .results import Shaped
+from .refs import Hold, RefStore
+from .results import Shaped, since_changes
 from .transaction import Transaction
 
 UNDELIVERED_MEMORY: Final = 4096
@@ -109,13 +109,20 @@ class TabLedger:
         out = shaped.result
         snap = shaped.snapshot
         if snap is not None:
+            old_refs: dict[str, str | None] = {}
+            if snap.since is not None:  # the earlier snapshot's refs, before the new one replaces them
+                olds = [h for h in snap.since.was if h is not None] + snap.since.removed
+                old_refs = dict(zip(olds, refs.latest_refs(snap.tab_id, olds), strict=True))
             out["generation"], out["snapshot"], issued, next_cursor = refs.issue(
-                snap.tab_id, snap.generation, snap.handles, snap.rest, snap.cursor
+                snap.tab_id, snap.generation, snap.handles, snap.rest, snap.cursor, snap.token
             )
             for item, ref in zip(out["elements"], issued, strict=True):
                 item["ref"] = ref
             if next_cursor is not None:
                 out["next"] = next_cursor
+            if snap.since is not None:
+                out["changes"] = since_changes(out["elements"], snap.since, old_refs)
+                out["elements"] = []
             self.reconcile.discard(snap.tab_id)
         return out
 
@@ -124,21 +131,31 @@ class TabLedger:
         unknown action ran in is gone, so its mark is settled and ``tab.navigate`` can recover the tab."""
         self.reconcile.discard(tab)
 
-    def invalidate_for(self, txn: Transaction) -> None:
+    def invalidate_for(self, txn: Transaction) -> Hold:
         """Mutations dispatched inside the gateway invalidate their target tab's refs (§6): an extension
-        naming no ``tabId`` argument invalidates every tab's; ``tabs.open`` none."""
+        naming no ``tabId`` argument invalidates every tab's; ``tabs.open`` none. Returns the hold that
+        :meth:`unchanged` undoes when the renderer says the mutation changed nothing."""
         if txn.method == "tabs.open":
-            return
+            return ()
         target = txn.tab_id
         if txn.ext is not None:
             arguments = txn.request["params"]["arguments"]
             arg = arguments.get("tabId") if isinstance(arguments, dict) else None
             target = arg if isinstance(arg, str) else None
             if target is None:
-                self.refs.invalidate_all()
-                return
+                return self.refs.hold(None)
         if target is not None:
-            self.refs.invalidate(target)
+            return self.refs.hold(target)
+        return ()
+
+    def unchanged(self, txn: Transaction) -> None:
+        """``txn``'s dispatched mutation was refused before it had any effect (the renderer's
+        ``mayHaveCompleted:false``: nothing ran in the page): the refs its dispatch invalidated are valid
+        again, unless something else invalidated them meanwhile (docs/contract-notes.md "A refusal that
+        changed nothing keeps the refs")."""
+        hold, txn.held = txn.held, ()
+        if hold:
+            self.refs.release(hold)
 
     # ------------------------------------------------------------------ what a transaction leaves behind
     def finished(self, txn: Transaction, envelope: JsonObject) -> None:

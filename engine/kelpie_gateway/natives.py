@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from . import reader
 from .config import CAPTURED_FIELD
@@ -24,13 +24,15 @@ WORLD: Final = reader.WORLD_NAME
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """``key``: the per-gateway reader key (§9); ``resolve(ref, tabId)`` → the renderer handle, and
-    ``resume(cursor, tabId)`` → the renderer's private continuation position (§3, §9 v1.1); both raise
+    """``key``: the per-gateway reader key (§9); ``resolve(ref, tabId)`` → the renderer handle,
+    ``resume(cursor, tabId)`` → the renderer's private continuation position (§3, §9 v1.1), and
+    ``since(snapshotId, tabId)`` → the renderer's token of that snapshot's read (§9 v1.2); all raise
     :class:`~kelpie_gateway.refs.RefError`, a :class:`~kelpie_gateway.errors.Refusal`."""
 
     key: str
     resolve: Callable[[str, str], str]
     resume: Callable[[str, str], Any]
+    since: Callable[[str, str], str]
 
 
 NativeCall = tuple[str, JsonObject]
@@ -56,7 +58,7 @@ def _acting(p: Planned, ctx: Context, make: Callable[[str], str]) -> NativeCall:
     try:
         script = make(handle)
     except ValueError as exc:  # the renderer's handle for this ref is not a reader handle
-        raise Refusal("RENDERER_FAILED", f"cannot act on {p.params['ref']!r}: {exc}") from None
+        raise Refusal("RENDERER_FAILED", f"cannot act on ref {p.params['ref']!r}: {exc}") from None
     return _evaluate(p, script)
 
 
@@ -70,38 +72,66 @@ def _extension_call(p: Planned, ctx: Context) -> NativeCall:
     return p.endpoint, {**p.params["arguments"], CAPTURED_FIELD: captured}
 
 
-def snapshot_anchor(params: JsonObject, tab_id: str, ctx: Context) -> tuple[str | None, Any]:
-    """``(scope handle, continuation position)`` of a ``tab.snapshot`` (§3, §9 v1.1), both None for a
-    plain snapshot. Raises :class:`Refusal`: ``INVALID_PARAMS`` for both ``scope`` and ``cursor`` or a
-    cursor never issued; the ref refusals for ``scope``; ``CROSS_TAB_REF``/``STALE_SNAPSHOT`` for a
-    cursor of another tab, an older or already continued page, or a tab changed since."""
-    if "scope" in params and "cursor" in params:
-        raise Refusal(
-            "INVALID_PARAMS",
-            "/params/scope: a cursor continues its own snapshot (and its scope); send either, not both",
-        )
-    if "cursor" in params:  # a RefError is a Refusal
-        return None, ctx.resume(params["cursor"], tab_id)
+_NEW_READ_PARAMS: Final = ("scope", "include", "find", "since")
+"""``tab.snapshot`` params that say what a new snapshot reads; a ``cursor`` takes none of them (§9 v1.2)."""
+
+
+class Anchor(NamedTuple):
+    """Where a ``tab.snapshot`` starts: the renderer handle of its ``scope``, the private position a
+    ``cursor`` continues, the renderer token of the snapshot ``since`` compares with (each None when not
+    given)."""
+
+    scope: str | None
+    position: Any
+    since: str | None
+
+
+def snapshot_anchor(params: JsonObject, tab_id: str, ctx: Context) -> Anchor:
+    """The :class:`Anchor` of a ``tab.snapshot`` (§3, §9 v1.1 and v1.2). Raises :class:`Refusal`:
+    ``INVALID_PARAMS`` for a cursor with any of scope, include, find or since, for scope with since, or for
+    a cursor or snapshot id never issued; the ref refusals for ``scope``; ``CROSS_TAB_REF``/``STALE_SNAPSHOT``
+    for a cursor of another tab, an older or already continued page, or a tab changed since, and for a
+    ``since`` of another tab, not the tab's latest snapshot, or of a document the tab no longer shows."""
+    if "cursor" in params:
+        for name in _NEW_READ_PARAMS:
+            if name in params:
+                raise Refusal(
+                    "INVALID_PARAMS",
+                    f"/params/{name}: a cursor continues its own snapshot (its scope, include and find); "
+                    "send the cursor alone",
+                )
+        return Anchor(None, ctx.resume(params["cursor"], tab_id), None)  # a RefError is a Refusal
+    if "since" in params:
+        if "scope" in params:
+            raise Refusal(
+                "INVALID_PARAMS",
+                "/params/scope: since compares the same part of the page as the snapshot it names; send "
+                "either, not both",
+            )
+        return Anchor(None, None, ctx.since(params["since"], tab_id))
     if "scope" in params:
-        return ctx.resolve(params["scope"], tab_id), None
-    return None, None
+        return Anchor(ctx.resolve(params["scope"], tab_id), None, None)
+    return Anchor(None, None, None)
 
 
 def _snapshot(p: Planned, ctx: Context) -> NativeCall:
     params = p.params
     assert p.tab_id is not None
-    if p.observer:  # no refs, so no scope or cursor (refused by admission): the one-shot read (§9 v1.2)
+    if p.observer:  # no scope, cursor, since, include or find (refused by admission): one read (§9 v1.2)
         return _evaluate(
             p, reader.observer_script(max_chars=params["maxChars"], max_elements=params["maxElements"])
         )
-    scope, position = snapshot_anchor(params, p.tab_id, ctx)
+    anchor = snapshot_anchor(params, p.tab_id, ctx)
     try:
         script = reader.snapshot_script(
             ctx.key,
             max_chars=params["maxChars"],
             max_elements=params["maxElements"],
-            scope=scope,
-            cursor=position,
+            scope=anchor.scope,
+            cursor=anchor.position,
+            include=params.get("include"),
+            find=params.get("find"),
+            since=anchor.since,
         )
     except ValueError as exc:  # the renderer's handle for the scope ref is not a reader handle
         raise Refusal("RENDERER_FAILED", f"cannot read that scope: {exc}") from None

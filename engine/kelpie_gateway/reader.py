@@ -281,8 +281,9 @@ def new_document_script(names: tuple[str, ...] = ("snapshot", "click", "type")) 
     """:func:`preload_script` for a host to register once per tab so that the browser runs it in the
     ``KelpieBrowserControl`` world of every new document as the document is created (CDP
     ``Page.addScriptToEvaluateOnNewDocument`` with ``worldName``), before any page script runs. It installs
-    the bundles only in a top-level document (a frame's world gets nothing: fixed scripts run in the main
-    frame's world); value: the number of bundles named there, else 0. A constant text, so a renderer
+    the bundles only in a top-level document (a frame's world gets only :func:`value_watch`: fixed scripts
+    run in the main frame's world); value: the number of bundles named there, else 0. Every document, a
+    frame's too, first starts :func:`value_watch`. A constant text, so a renderer
     compiles it once and every later document reuses that compilation.
 
     When ``"snapshot"`` is among `names`, the document's snapshot bundle also *warms up* once, in a task
@@ -311,14 +312,32 @@ part at most; the other parts run while that answer travels to the client. Every
 timers are invisible to the page."""
 
 
+def value_watch() -> str:
+    """An expression that starts watching, in the world it runs in, which elements of its document a
+    person set a value on (``js/core/24-values.js``, the same text the bundles use; value: that set). The
+    reader names no button from such an element's ``value`` (docs/reader.md "Value-free"; issue 27)."""
+    return _value_watch()
+
+
+@functools.cache
+def _value_watch() -> str:
+    return f"({_source_text_of('core/24-values.js')}\n)(globalThis)"
+
+
+def _source_text_of(part: str) -> str:
+    return (JS_DIR / part).read_text(encoding="utf-8")
+
+
 @functools.cache
 def _new_document(names: tuple[str, ...]) -> str:
+    watch = _value_watch()  # every document, frames too: a frame's fields are watched from its creation
     if "snapshot" not in names:
-        return f"(globalThis.top === globalThis ? {_preload(names)} : 0)"
+        return f"({watch}, globalThis.top === globalThis ? {_preload(names)} : 0)"
     loads = ", ".join(_loaded(name) for name in names)
     warm = names.index("snapshot")
     return (
-        f"(globalThis.top === globalThis ? ((runs) => ({WARM_UP}(runs[{warm}]), runs.length))([{loads}]) : 0)"
+        f"({watch}, globalThis.top === globalThis ?"
+        f" ((runs) => ({WARM_UP}(runs[{warm}]), runs.length))([{loads}]) : 0)"
     )
 
 
@@ -445,25 +464,42 @@ def snapshot_script(
     max_elements: int,
     scope: str | None = None,
     cursor: Mapping[str, Any] | None = None,
+    include: str | None = None,
+    find: Mapping[str, str] | None = None,
+    since: str | None = None,
 ) -> str:
-    """Script for ``tab.snapshot`` (contract §3, §8-§9 with the v1.1 additions).
+    """Script for ``tab.snapshot`` (contract §3, §8-§9 with the v1.1 and v1.2 additions).
 
     `key`: the per-gateway key (32 lowercase hex). `max_chars`: 1..12000 UTF-16 code units of `text`;
     `max_elements`: 1..200 elements. `scope`: a handle whose subtree alone is read (a new snapshot).
     `cursor`: a continuation position ``{snapshot, textAt, elementAt}`` exactly as an earlier answer's
-    ``rest`` gave it: the next page of that same read. The script's value is
-    ``{url, title, text, truncated, elements:[{handle, tag, role, label, …}], rest?}`` where the
-    optional element fields are ``type`` (inputs), ``level`` (headings), ``states`` (sorted, from
-    :data:`kelpie_gateway.schema.ELEMENT_STATES`), ``url`` (links, ≤ 500 UTF-16 units), ``unreadable``
+    ``rest`` gave it: the next page of that same read (its captured order: removed elements are skipped
+    and counted in ``removed``, text resumes where the previous page stopped). `include`: ``"all"``
+    (default) or ``"controls"`` (priority classes 1–5 only, no text). `find`: ``{role?, name?, text?}``
+    (each a non-empty string of at most 200 code points, at least one given): only the matching elements,
+    and as ``text`` the lines around each match. `since`: the ``token`` of the kept read to compare with.
+    `include`, `find` and `since` reads do not compose frames read in their own worlds (docs/reader.md
+    "Frames and v1.2 reads"): such a frame is its element's placeholder (``unreadable:"unavailable"``).
+
+    The script's value is ``{url, title, text, truncated, elements:[{handle, tag, role, label, …}], token,
+    removed?, rest?, since?}`` where the optional element fields are ``type`` (inputs), ``level``
+    (headings), ``states`` (sorted, from :data:`kelpie_gateway.schema.ELEMENT_STATES`), ``value`` (range
+    widgets: ``{now, min?, max?, text?}``), ``url`` (links, ≤ 500 UTF-16 units), ``unreadable``
     (``"closed-shadow-root"`` | ``"cross-origin-frame"`` | ``"blocked-by-policy"`` | ``"unavailable"`` |
     ``"limit"``), ``frame`` (``{origin, depth}`` inside a frame, §9 v1.2), ``shadow`` (true inside an open
     shadow tree) and ``text`` (visible text of a clickable
-    element that has no accessible name); ``rest`` (present while anything is left) is the position of
-    the next page. It never contains form values, editable content or password-like text. Refusals:
-    ``NODE_REPLACED`` (the scope node is gone), ``STALE_SNAPSHOT`` (the cursor's read is no longer the
-    kept one, or the document changed since), both with ``mayHaveCompleted:false``; on an internal
-    failure ``{error:{code:"RENDERER_FAILED", message}, mayHaveCompleted:false}``.
-    Raises ValueError for a malformed key, scope or cursor, out-of-range bounds, or both scope and cursor.
+    element that has no accessible name); ``token`` names this read; ``removed`` (a continuation page)
+    counts the elements of the captured order skipped because they left the document; ``rest`` (present
+    while anything is left) is the position of the next page; ``since`` (a `since` read) is ``{changed:
+    [old handle | null per changed element], added: n, removed: [old handles], textAdded, textRemoved}``
+    with the changed elements first in ``elements``, then the ``n`` added ones. It never contains form
+    values, editable content or password-like text. Refusals: ``NODE_REPLACED`` (the scope node is
+    gone), ``STALE_SNAPSHOT`` (the cursor's or since's read is no longer the kept one, or — a read that
+    composed frames — the document changed since), both with
+    ``mayHaveCompleted:false``; on an internal failure ``{error:{code:"RENDERER_FAILED", message},
+    mayHaveCompleted:false}``.
+    Raises ValueError for a malformed key, scope, cursor, include, find or since, out-of-range bounds, or
+    a cursor together with anything that selects what a new snapshot reads.
     """
     _check_key(key)
     params: dict[str, Any] = {
@@ -471,13 +507,27 @@ def snapshot_script(
         "maxChars": _check_bound("max_chars", max_chars, MAX_CHARS_LIMIT),
         "maxElements": _check_bound("max_elements", max_elements, MAX_ELEMENTS_LIMIT),
     }
-    if scope is not None and cursor is not None:
-        raise ValueError("a snapshot has either a scope or a cursor")
+    if cursor is not None and (
+        scope is not None or include not in (None, "all") or find is not None or since is not None
+    ):
+        raise ValueError("a cursor continues its own snapshot: no scope, include, find or since with it")
+    if scope is not None and since is not None:
+        raise ValueError("a since read takes the scope of the snapshot it compares with")
     if scope is not None:
         _check_handle(scope)
         params["scope"] = scope
     if cursor is not None:
         params["cursor"] = _check_position(cursor)
+    if include is not None:
+        if include not in ("all", "controls"):
+            raise ValueError("include must be 'all' or 'controls'")
+        if include == "controls":
+            params["include"] = include
+    if find is not None:
+        params["find"] = _check_find(find)
+    if since is not None:
+        _check_handle(since)
+        params["since"] = since
     return _script("snapshot", params)
 
 
@@ -499,6 +549,23 @@ def observer_script(*, max_chars: int = MAX_CHARS_LIMIT, max_elements: int = MAX
             "maxElements": _check_bound("max_elements", max_elements, MAX_ELEMENTS_LIMIT),
         },
     )
+
+
+FIND_FIELDS: Final = ("role", "name", "text")
+FIND_MAX_CODE_POINTS: Final = 200
+
+
+def _check_find(find: Mapping[str, str]) -> dict[str, str]:
+    if not isinstance(find, Mapping) or not find or not set(find) <= set(FIND_FIELDS):
+        raise ValueError("find must be {role?, name?, text?} with at least one of them")
+    out: dict[str, str] = {}
+    for name in FIND_FIELDS:
+        if name in find:
+            value = find[name]
+            if not isinstance(value, str) or not 1 <= len(value) <= FIND_MAX_CODE_POINTS:
+                raise ValueError(f"find.{name} must be a string of 1..{FIND_MAX_CODE_POINTS} code points")
+            out[name] = value
+    return out
 
 
 def _check_position(cursor: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import binascii
 import itertools
+import math
 import operator
 import re
 from collections.abc import Callable
@@ -96,18 +97,36 @@ class Planned(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class SinceFacts:
+    """What a ``since`` read found (§9 v1.2), in renderer terms: ``was`` — for each changed element (the
+    first ``len(was)`` of the answer's elements) the handle it had in the earlier snapshot, or None;
+    ``added`` — how many elements follow them, all new; ``removed`` — handles of the earlier snapshot no
+    longer listed; the text lines added and removed."""
+
+    was: list[str | None]
+    added: int
+    removed: list[str]
+    text_added: list[str]
+    text_removed: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class SnapshotRefs:
     """A snapshot's renderer handles, in element order, for the gateway to turn into refs of a new snapshot
     of ``tab_id`` — or, when ``cursor`` is set, of the next page of the snapshot that cursor continues;
     ``generation`` is the renderer's, or None (the gateway uses the tab's last known one); ``rest`` is the
     renderer's private position of the page after this one (None: nothing left), kept by the ref store
-    behind the ``next`` cursor (§3, §9 v1.1)."""
+    behind the ``next`` cursor (§3, §9 v1.1); ``token`` is the renderer's name of the read (kept for a
+    later ``since``); ``since`` what a ``since`` read found (its old handles become refs through
+    :func:`since_changes`)."""
 
     tab_id: str
     generation: int | None
     handles: list[str]
     rest: Any = None
     cursor: str | None = None
+    token: str | None = None
+    since: SinceFacts | None = None
 
 
 @dataclass(slots=True)
@@ -171,8 +190,10 @@ _TAB_FIELDS: Final = operator.itemgetter("tabId", "generation", "url", "title", 
 
 
 def parse_tabs(result: JsonObject) -> list[JsonObject]:
-    """``get-tabs`` → ``[{tabId, generation, url, title, active, crashed?}]`` with lone surrogates repaired
-    (``crashed: true`` only when the host says so: CONTRACT.md §5 v1.1, the tab reports it crashed).
+    """``get-tabs`` → ``[{tabId, generation, url, title, active, crashed?, popupsClosed?}]`` with lone
+    surrogates repaired (``crashed: true`` only when the host says so: CONTRACT.md §5 v1.1, the tab reports
+    it crashed; ``popupsClosed``: a positive count of the tab's popups the host closed as they opened, its
+    popup cap — docs/contract-notes.md "Popups and kept tabs").
 
     ``result`` is parsed JSON (the gateway's own copy), so its strings, integers and booleans are of
     exactly those types: one ``type(x) is T`` test each, no ``isinstance``."""
@@ -206,6 +227,9 @@ def parse_tabs(result: JsonObject) -> list[JsonObject]:
         }
         if t.get("crashed") is True:  # the tab's renderer crashed: tab.navigate or tabs.close recovers it
             entry["crashed"] = True
+        popups = t.get("popupsClosed")
+        if type(popups) is int and popups > 0:  # popups the host closed as they opened (its popup cap)
+            entry["popupsClosed"] = popups
         tabs.append(entry)
     return tabs
 
@@ -255,6 +279,9 @@ def _tabs_close(p: Planned, _result: JsonObject) -> Shaped:
 
 
 def _navigate(_p: Planned, result: JsonObject) -> Shaped:
+    """``navigate`` → ``{tabId, generation, url, download?}``: ``download`` (the host's download object,
+    :func:`with_download`) when the navigation ended in a download instead of a document (issue 27;
+    docs/host.md "Downloads")."""
     tab = field(result, "tabId", str, "navigate")
     generation = field(result, "generation", int, "navigate")
     url = redact_url(field(result, "url", str, "navigate"))
@@ -295,6 +322,91 @@ def _script_value(p: Planned, result: JsonObject) -> Any:
     return value
 
 
+VALUE_TEXT_MAX: Final = 200
+"""A range value's ``text`` is at most 200 UTF-16 units (§9 v1.2)."""
+
+
+def _number(v: Any) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def range_value(value: Any, where: str) -> tuple[JsonObject, bool]:
+    """A renderer's range ``value`` ``{now, min?, max?, text?}`` (finite numbers; ``text`` cut to 200
+    UTF-16 units) and whether it was cut; a malformed one is a malformed-result refusal (§9 v1.2)."""
+    if (
+        not isinstance(value, dict)
+        or not _number(value.get("now"))
+        or not set(value) <= {"now", "min", "max", "text"}
+    ):
+        raise malformed(f"{where}: 'value' must be {{now, min?, max?, text?}} with finite numbers")
+    out: JsonObject = {"now": value["now"]}
+    for key in ("min", "max"):
+        if key in value:
+            if not _number(value[key]):
+                raise malformed(f"{where}: 'value.{key}' must be a finite number")
+            out[key] = value[key]
+    cut = False
+    if "text" in value:
+        if not isinstance(value["text"], str):
+            raise malformed(f"{where}: 'value.text' must be a string")
+        out["text"], cut = cut_utf16(value["text"], VALUE_TEXT_MAX)
+    return out, cut
+
+
+def _is_handle(h: Any) -> bool:
+    return isinstance(h, str) and _HANDLE_RE.fullmatch(h) is not None
+
+
+def _since_facts(value: Any, count: int) -> SinceFacts:
+    """The renderer's ``since`` block, checked against the ``count`` elements it came with."""
+    where = "snapshot since"
+    if not isinstance(value, dict):
+        raise malformed(f"{where}: missing or malformed")
+    was = field(value, "changed", list, where)
+    added = field(value, "added", int, where)
+    removed = field(value, "removed", list, where)
+    lines = [field(value, key, list, where) for key in ("textAdded", "textRemoved")]
+    if not all(h is None or _is_handle(h) for h in was) or not all(_is_handle(h) for h in removed):
+        raise malformed(f"{where}: 'changed' and 'removed' must hold renderer handles")
+    if added < 0 or len(was) + added != count:
+        raise malformed(f"{where}: 'changed' and 'added' must account for every element")
+    if not all(isinstance(line, str) for group in lines for line in group):
+        raise malformed(f"{where}: text lines must be strings")
+    repair = jsonio.repair_surrogates
+    return SinceFacts(list(was), added, list(removed), repair(lines[0]), repair(lines[1]))
+
+
+def since_changes(
+    elements: list[JsonObject], facts: SinceFacts, old_refs: dict[str, str | None]
+) -> JsonObject:
+    """The ``changes`` of a ``since`` result (§9 v1.2) from its elements (refs already issued: the changed
+    ones first, then the added ones), the facts and the earlier snapshot's refs of the old handles:
+    ``{added: [elements], removed: [old refs], changed: [{ref, was?, role, label, states, value?}],
+    textAdded, textRemoved}``."""
+    n = len(facts.was)
+    changed = []
+    for item, was in zip(elements[:n], facts.was, strict=True):
+        entry: JsonObject = {"ref": item["ref"]}
+        old = old_refs.get(was) if was is not None else None
+        if old is not None:
+            entry["was"] = old
+        entry["role"] = item["role"]
+        entry["label"] = item["label"]
+        entry["states"] = item.get("states", [])
+        entry["value"] = item.get("value")
+        if entry["value"] is None:
+            del entry["value"]
+        changed.append(entry)
+    removed = [r for r in (old_refs.get(h) for h in facts.removed) if r is not None]
+    return {
+        "added": elements[n:],
+        "removed": removed,
+        "changed": changed,
+        "textAdded": facts.text_added,
+        "textRemoved": facts.text_removed,
+    }
+
+
 def _snapshot(p: Planned, result: JsonObject) -> Shaped:
     if p.observer:
         return _observation(p, result)
@@ -310,8 +422,17 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
     rest = value.get("rest")
     if rest is not None and not is_position(rest):
         raise malformed("snapshot: malformed continuation position 'rest'")
+    token = value.get("token")
+    if token is not None and (not isinstance(token, str) or _HANDLE_RE.fullmatch(token) is None):
+        raise malformed("snapshot: malformed 'token'")
+    removed = value.get("removed", 0)
+    if type(removed) is not int or removed < 0:
+        raise malformed("snapshot: 'removed' must be a non-negative integer")
+    since_value = value.get("since")
+    if ("since" in params) != (since_value is not None):
+        raise malformed("snapshot: a since read answers 'since', and only it")
     text, cut = cut_utf16(text, params["maxChars"])
-    if len(raw) > params["maxElements"]:
+    if len(raw) > params["maxElements"] and since_value is None:
         raw = raw[: params["maxElements"]]
         cut = True
     if cut:  # the renderer overran its page: a continuation could not be exact
@@ -335,6 +456,9 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
             raise malformed(f"{where}: 'states' must be a sorted array of distinct known states")
         if states:
             item["states"] = states  # an empty array says nothing: left out, as the reader does
+        if "value" in e:
+            item["value"], cut_value = range_value(e["value"], where)
+            truncated = truncated or cut_value
         link = e.get("url")
         if link is not None:
             if not isinstance(link, str):
@@ -345,23 +469,27 @@ def _snapshot(p: Planned, result: JsonObject) -> Shaped:
                 truncated = True
             item["url"] = link
         for key, v in e.items():
-            if key not in item and key not in ("handle", "states"):
+            if key not in item and key not in ("handle", "states", "value"):
                 item[key] = v
         elements.append(jsonio.repair_surrogates(item))
     gen = result.get("generation")
     generation = gen if type(gen) is int else None
+    since = None if since_value is None else _since_facts(since_value, len(elements))
+    out: JsonObject = {
+        "tabId": tab,
+        "generation": generation,
+        "snapshot": "",
+        "url": url,
+        "title": title,
+        "text": text,
+        "truncated": truncated,
+        "elements": elements,
+    }
+    if removed:
+        out["removed"] = removed
     return Shaped(
-        {
-            "tabId": tab,
-            "generation": generation,
-            "snapshot": "",
-            "url": url,
-            "title": title,
-            "text": text,
-            "truncated": truncated,
-            "elements": elements,
-        },
-        snapshot=SnapshotRefs(tab, generation, handles, rest, params.get("cursor")),
+        out,
+        snapshot=SnapshotRefs(tab, generation, handles, rest, params.get("cursor"), token, since),
     )
 
 

@@ -36,6 +36,12 @@ MAX_URL_CHARS: Final = 65_536
 MAX_TAB_ID_CHARS: Final = 256
 MAX_REF_CHARS: Final = 64
 MAX_CURSOR_CHARS: Final = 128
+MAX_SNAPSHOT_ID_CHARS: Final = 64
+MAX_FIND_CHARS: Final = 200
+"""``find.name`` and ``find.text`` are at most 200 code points (CONTRACT.md §9 v1.2)."""
+MAX_ROLE_CHARS: Final = 128
+SNAPSHOT_INCLUDE: Final = ("all", "controls")
+"""``tab.snapshot`` ``include`` values (CONTRACT.md §9 v1.2); ``all`` is the default."""
 ELEMENT_STATES: Final = (
     "checked",
     "collapsed",
@@ -74,7 +80,11 @@ class Param:
     """One parameter. ``kind``: string | integer | boolean | object. Bounds are inclusive.
 
     String lengths count Unicode code points. ``supported`` lists the only values this version accepts
-    (others of the right type are refused OPTION_UNSUPPORTED)."""
+    (others of the right type are refused OPTION_UNSUPPORTED); ``choices`` lists the only values the param
+    has at all (others are refused INVALID_PARAMS). ``apply_default: False`` documents ``default`` (in the
+    schema and docs) without writing it into the normalized params (absent means the default).
+    ``properties`` gives an ``object`` param a closed set of members (each a Param of its own, refused
+    INVALID_PARAMS under ``/params/<name>/<member>``), at least ``min_properties`` of them present."""
 
     name: str
     kind: str
@@ -87,6 +97,10 @@ class Param:
     max_length: int | None = None
     pattern: str | None = None
     supported: tuple[Any, ...] | None = None
+    choices: tuple[str, ...] | None = None
+    apply_default: bool = True
+    properties: tuple[Param, ...] | None = None
+    min_properties: int = 0
 
 
 @dataclass(frozen=True)
@@ -165,7 +179,7 @@ METHODS: Final[dict[str, Method]] = {
             ("get-tabs",),
             (),
             "List the open tabs (crashed:true marks a tab whose renderer crashed).",
-            "{tabs:[{tabId, generation, url, title, active, crashed?}]}",
+            "{tabs:[{tabId, generation, url, title, active, crashed?, popupsClosed?}]}",
         ),
         Method(
             "tabs.select",
@@ -189,7 +203,7 @@ METHODS: Final[dict[str, Method]] = {
                 ),
             ),
             "Open a new tab.",
-            "{tabId, generation}",
+            "{tabId, generation, download?}",
         ),
         Method("tabs.close", True, ("close-tab",), (_tab_id(True),), "Close a tab.", "{closed: true}"),
         Method(
@@ -225,17 +239,59 @@ METHODS: Final[dict[str, Method]] = {
                 Param(
                     "cursor",
                     "string",
-                    "The `next` of this tab's latest snapshot page: the next page of the same snapshot.",
+                    "The `next` of this tab's latest snapshot page: the next page of the same snapshot "
+                    "(alone: no include, find or since with it).",
                     min_length=1,
                     max_length=MAX_CURSOR_CHARS,
                 ),
+                Param(
+                    "include",
+                    "string",
+                    "`controls`: only elements to act on (text entry, buttons and toggles, options, links, "
+                    "other controls), no page text: the smallest answer to act on.",
+                    default="all",
+                    choices=SNAPSHOT_INCLUDE,
+                    apply_default=False,
+                ),
+                Param(
+                    "find",
+                    "object",
+                    "Only the elements that match every criterion given (role equal, name contained in the "
+                    "label, text contained in the lines around the element; case-insensitive), and as text "
+                    "the lines around each match.",
+                    properties=(
+                        Param(
+                            "role", "string", "Role, e.g. button.", min_length=1, max_length=MAX_ROLE_CHARS
+                        ),
+                        Param(
+                            "name", "string", "Part of the label.", min_length=1, max_length=MAX_FIND_CHARS
+                        ),
+                        Param(
+                            "text",
+                            "string",
+                            "Part of the nearby text.",
+                            min_length=1,
+                            max_length=MAX_FIND_CHARS,
+                        ),
+                    ),
+                    min_properties=1,
+                ),
+                Param(
+                    "since",
+                    "string",
+                    "The `snapshot` id of this tab's latest snapshot (refs invalidated by an action are "
+                    "fine): what changed since, as `changes`, with new refs for added and changed elements.",
+                    min_length=1,
+                    max_length=MAX_SNAPSHOT_ID_CHARS,
+                ),
                 _timeout(),
             ),
-            "Value-free text and element snapshot of a tab (element states, link urls, select options); "
-            "issues the refs that click and type take. When `truncated` comes with `next`, pass it as "
-            "`cursor` for the next page of the same snapshot.",
-            "{tabId, generation, snapshot, url, title, text, truncated, next?, "
-            "elements:[{ref, tag, role, label, states?, url?, …}]}",
+            "Value-free text and element snapshot of a tab (element states, range values, link urls, select "
+            "options); issues the refs that click and type take. When `truncated` comes with `next`, pass it "
+            'as `cursor` for the next page of the same snapshot. Cheaper reads: `include:"controls"`, '
+            "`find`, and `since` after an action.",
+            "{tabId, generation, snapshot, url, title, text, truncated, next?, removed?, changes?, "
+            "elements:[{ref, tag, role, label, states?, value?, url?, …}]}",
             reader=True,
             tab_scoped=True,
         ),
@@ -290,7 +346,7 @@ METHODS: Final[dict[str, Method]] = {
                 _timeout(),
             ),
             "Navigate a tab; its refs are invalidated.",
-            "{tabId, generation, url}",
+            "{tabId, generation, url, download?}",
             tab_scoped=True,
         ),
         Method(
@@ -382,8 +438,28 @@ def _check_param(p: Param, value: Any, pointer: str) -> None:
             )
         if p.pattern is not None and _URL_RE.fullmatch(value) is None:
             raise ParamError("INVALID_PARAMS", pointer, "must be an http(s) URL or about:blank")
+    if p.choices is not None and value not in p.choices:
+        raise ParamError("INVALID_PARAMS", pointer, f"must be one of {', '.join(map(repr, p.choices))}")
+    if p.properties is not None:
+        _check_members(p, value, pointer)
     if p.supported is not None and value not in p.supported:
         raise ParamError("OPTION_UNSUPPORTED", pointer, f"only {list(p.supported)!r} is supported")
+
+
+def _check_members(p: Param, value: JsonObject, pointer: str) -> None:
+    """An ``object`` param with a closed set of members (``p.properties``)."""
+    members = {m.name: m for m in p.properties or ()}
+    for key in value:
+        if key not in members:
+            raise ParamError("INVALID_PARAMS", f"{pointer}/{_escape(key)}", f"unknown field of {p.name}")
+    for m in p.properties or ():
+        if m.name in value:
+            _check_param(m, value[m.name], f"{pointer}/{m.name}")
+        elif m.required:
+            raise ParamError("INVALID_PARAMS", f"{pointer}/{m.name}", "is required")
+    if len(value) < p.min_properties:
+        names = ", ".join(m.name for m in p.properties or ())
+        raise ParamError("INVALID_PARAMS", pointer, f"needs at least {p.min_properties} of {names}")
 
 
 def validate_params(method: Method, params: Any) -> JsonObject:
@@ -396,7 +472,7 @@ def validate_params(method: Method, params: Any) -> JsonObject:
     by_name = method.by_name
     for key in params:
         if key not in by_name:
-            raise ParamError("INVALID_PARAMS", f"/params/{_escape(key)}", f"unknown field for {method.name}")
+            raise _unknown_field("INVALID_PARAMS", "/params", key, f"for {method.name}")
     out: JsonObject = {}
     for p in method.params:
         if p.name in params:
@@ -405,13 +481,29 @@ def validate_params(method: Method, params: Any) -> JsonObject:
             out[p.name] = value
         elif p.required:
             raise ParamError("INVALID_PARAMS", f"/params/{p.name}", "is required")
-        elif p.default is not None:
+        elif p.default is not None and p.apply_default:
             out[p.name] = dict(p.default) if isinstance(p.default, dict) else p.default
     return out
 
 
 def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
+
+
+_FIELD_NAME: Final = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]{0,39}\Z")
+
+
+def _unknown_field(code: str, parent: str, key: str, where: str = "") -> ParamError:
+    """An unknown member ``key`` of the object at ``parent``: the pointer names it when it looks like a
+    field name (a typo: ``/params/tabid``); anything else — a bearer token sent as a name — is only
+    described, at its parent's pointer (issue 27: messages quote a client string only in the shape they
+    expect)."""
+    suffix = f" {where}" if where else ""
+    if _FIELD_NAME.match(key):
+        return ParamError(code, f"{parent}/{_escape(key)}", f"unknown field{suffix}")
+    return ParamError(
+        code, parent, f"unknown field{suffix} (a {len(key)}-character name that is not a field name)"
+    )
 
 
 def validate_request(request: Any) -> tuple[Any, Method | None, str, JsonObject]:
@@ -433,7 +525,7 @@ def validate_request(request: Any) -> tuple[Any, Method | None, str, JsonObject]
     if not _REQUEST_KEYS.issuperset(request):
         for key in request:
             if key not in _REQUEST_KEYS:
-                raise _with_id(ParamError("INVALID_REQUEST", f"/{_escape(key)}", "unknown field"), request_id)
+                raise _with_id(_unknown_field("INVALID_REQUEST", "", key), request_id)
     version = request.get("version")
     if type(version) is not int or version != VERSION:
         raise _with_id(ParamError("INVALID_REQUEST", "/version", "must be the integer 1"), request_id)
@@ -488,6 +580,16 @@ def param_json_schema(p: Param) -> JsonObject:
         s["pattern"] = p.pattern
     if p.supported is not None:
         s["enum"] = list(p.supported)
+    if p.choices is not None:
+        s["enum"] = list(p.choices)
+    if p.properties is not None:
+        s["properties"] = {m.name: param_json_schema(m) for m in p.properties}
+        s["additionalProperties"] = False
+        required = [m.name for m in p.properties if m.required]
+        if required:
+            s["required"] = required
+        if p.min_properties:
+            s["minProperties"] = p.min_properties
     if p.default is not None:
         s["default"] = p.default
     return s

@@ -131,6 +131,7 @@ class Transaction:
         "epoch",
         "ext",
         "guarded",
+        "held",
         "id",
         "lane",
         "mcp",
@@ -186,6 +187,7 @@ class Transaction:
         self.authorized: bool | None = None
         self.planned: Any = None
         self.abandoned: dict[str, Any] | None = None
+        self.held: tuple[Any, ...] = ()  # the refs its mutating dispatch invalidated (refs.RefStore.hold)
 
     def fire(self, event: str) -> str:
         """Apply ``event``; returns the new state or raises :class:`IllegalTransition`."""

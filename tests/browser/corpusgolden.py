@@ -97,6 +97,8 @@ def normalise(outputs: dict[str, Any]) -> str:
             for k, v in value.items():
                 if k == "handle" and isinstance(v, str):
                     out[k] = rename(v, "h")
+                elif k == "token" and isinstance(v, str):  # a read's name (v1.2), as in `rest`
+                    out[k] = rename(v, "s")
                 elif k == "rest" and isinstance(v, dict):
                     out[k] = {**walk(v), "snapshot": rename(str(v.get("snapshot")), "s")}
                 else:

@@ -245,3 +245,18 @@ def test_typing_that_is_kept_is_reported_and_disabled_fields_fire_nothing(page: 
     assert page.evaluate("document.getElementById('good').textContent") == "Start more"
     g.refused("NOT_ACTIONABLE", "tab.type", ref=labelled(g.snapshot(), "Disabled")["ref"], text="x")
     assert page.evaluate("window.events") == ["plain:focus", "plain:input", "plain:change"]
+
+
+def test_a_click_refused_before_any_event_keeps_the_snapshot_usable(page: Page, fixtures_site: Site) -> None:
+    """Issue 27: a click on a disabled button was refused NOT_ACTIONABLE before any event (the page saw
+    nothing) and still invalidated every ref of the tab, so the agent's next click, on the radio beside it
+    in the same snapshot, was refused REFS_INVALIDATED. Now the refusal leaves the refs valid (the page
+    did not change), the next click acts, and only that click spends them."""
+    g = open_tab(page, fixtures_site, "bugcase-disabled.html")
+    snap = g.snapshot()
+    g.refused("NOT_ACTIONABLE", "tab.click", ref=labelled(snap, "Pay")["ref"])
+    g.refused("NOT_ACTIONABLE", "tab.click", ref=labelled(snap, "Submit")["ref"])
+    assert page.evaluate("document.getElementById('o').textContent") == "log:"
+    assert g.ok("tab.click", ref=labelled(snap, "Agree")["ref"]) == {"clicked": True}
+    assert page.evaluate("document.getElementById('o').textContent") == "log: cb=false"
+    g.refused("REFS_INVALIDATED", "tab.click", ref=labelled(snap, "Yes")["ref"])

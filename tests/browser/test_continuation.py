@@ -6,6 +6,8 @@ that no longer names the kept read is refused.
 
 from __future__ import annotations
 
+import re
+
 from conftest import Site
 from gatewayhelp import GatewayTab, labelled, open_tab
 from playwright.sync_api import Page
@@ -62,18 +64,21 @@ def test_three_pages_then_clicks_on_first_page_refs(page: Page, fixtures_site: S
 
 
 def test_stale_cursors_are_refused(page: Page, fixtures_site: Site) -> None:
-    """Guards cursor refusals: STALE_SNAPSHOT for a cursor already continued, after the document changed
-    (decided by the renderer), after a newer snapshot and after the host invalidated the tab's refs;
-    INVALID_PARAMS for a cursor never issued and for a cursor with a scope."""
+    """Guards cursor refusals: STALE_SNAPSHOT for a cursor already continued, after a newer snapshot and
+    after the host invalidated the tab's refs; INVALID_PARAMS for a cursor never issued and for a cursor
+    with a scope, include, find or since. A changed document alone no longer stops a cursor (§9 v1.2)."""
     g = open_tab(page, fixtures_site, "links2000.html")
     first = g.snapshot(maxElements=50)
     second = g.snapshot(cursor=first["next"], maxElements=50)
     g.refused("STALE_SNAPSHOT", "tab.snapshot", cursor=first["next"])  # already continued
     g.refused("INVALID_PARAMS", "tab.snapshot", cursor="s999p2")  # never issued
     g.refused("INVALID_PARAMS", "tab.snapshot", cursor=second["next"], scope=first["elements"][0]["ref"])
-    # a changed document (same generation, no invalidation reached the engine): the renderer refuses
+    for extra in ({"include": "controls"}, {"include": "all"}, {"find": {"role": "link"}}, {"since": "s1"}):
+        g.refused("INVALID_PARAMS", "tab.snapshot", cursor=second["next"], **extra)
+    # a changed document (same generation, no invalidation reached the engine) is read on (§9 v1.2)
     page.evaluate("document.querySelector('h1').textContent = 'Changed'")
-    g.refused("STALE_SNAPSHOT", "tab.snapshot", cursor=second["next"])
+    third_page = g.snapshot(cursor=second["next"], maxElements=50)
+    assert third_page["snapshot"] == first["snapshot"] and len(third_page["elements"]) == 50
     # a newer snapshot makes the older one's cursor stale
     again = g.snapshot(maxElements=50)
     g.snapshot(maxElements=50)
@@ -124,3 +129,89 @@ def test_scope_snapshots_a_nav_subtree(page: Page, fixtures_site: Site) -> None:
         ("navigation", "Main"), ("link", "Alpha"), ("link", "Beta"), ("button", "More")]
     assert g.ok("tab.click", ref=labelled(scoped, "More")["ref"]) == {"clicked": True}
     g.refused("STALE_SNAPSHOT", "tab.snapshot", scope=nav["ref"])  # a scope ref is an ordinary ref
+
+
+def test_a_live_page_is_read_over_many_pages_from_its_captured_order(page: Page, fixtures_site: Site) -> None:
+    """Guards continuation over a captured order (§9 v1.2; issue 29: a ticking clock, a rotating carousel, a
+    feed and a banner made every cursor STALE_SNAPSHOT): a 100 ms clock, a carousel moving its slides every
+    150 ms, a feed replacing an item every 120 ms and a banner inserted after the first page, read over at
+    least five continuation pages. Every page continues the same snapshot; no element is listed twice;
+    every element present throughout is listed (moved slides included); nothing added after the first read
+    is listed or read; the feed items removed before their page are counted in `removed`; the static text
+    is read exactly once and in order; a first-page ref still acts after the last page."""
+    g = open_tab(page, fixtures_site, "live.html")
+    page.evaluate("document.querySelectorAll('a, button').forEach((e) => e.setAttribute('data-present', ''))")
+    page.evaluate("window.startLive()")
+    pages = [g.snapshot(maxChars=800, maxElements=25)]
+    page.evaluate("window.addBanner()")  # after the first read: not part of its snapshot
+    while "next" in pages[-1]:
+        page.wait_for_timeout(200)  # the clock ticks twice, the carousel turns, the feed moves on
+        pages.append(g.snapshot(cursor=pages[-1]["next"], maxChars=800, maxElements=25))
+        assert len(pages) < 50
+    assert len(pages) >= 6, len(pages)  # a first page and at least five continuations
+    assert {p["snapshot"] for p in pages} == {pages[0]["snapshot"]}
+    labels = [e["label"] for p in pages for e in p["elements"]]
+    assert len(labels) == len(set(labels)), "an element was listed twice"
+    throughout = page.evaluate(
+        "Array.from(document.querySelectorAll('[data-present]'), (e) => e.textContent.trim())"
+    )
+    assert set(throughout) - {f"Feed item {i}" for i in range(8)} <= set(labels)
+    assert {"Slide one", "Slide two", "Slide three"} <= set(labels)
+    assert all(label.startswith(("Static button", "Slide", "Feed item")) for label in labels), labels
+    assert sum(p.get("removed", 0) for p in pages) >= 1  # the first feed items were gone by their page
+    assert "Accept cookies" not in labels
+    text = "".join(p["text"] for p in pages)
+    assert "Accept cookies" not in text
+    at = [text.find(f"Static paragraph {i} stays where it is.") for i in range(120)]
+    assert all(a >= 0 for a in at) and at == sorted(at), "static text skipped or out of order"
+    assert all(text.count(f"Static paragraph {i} stays") == 1 for i in range(120)), "static text repeated"
+    assert text.count("12:00:") == 1  # the clock, read once, as it was when its page was read
+    first = pages[0]["elements"][0]
+    assert g.ok("tab.click", ref=first["ref"]) == {"clicked": True}
+
+
+def test_the_live_cursor_bug_case_pages_through_without_a_stale_cursor(page: Page, fixtures_site: Site) -> None:
+    """Regression (bugcase live-cursor.html, from a public bug report): a long page that appends a paragraph
+    every 300 ms while an agent pages through its snapshot. Every page continues (no STALE_SNAPSHOT), the 400
+    buttons are each listed once, and the ticks added after the first read are neither listed nor read."""
+    g = open_tab(page, fixtures_site, "bugcase-live-cursor.html")
+    pages = [g.snapshot(maxChars=500, maxElements=60)]
+    ticks_then = page.evaluate("document.querySelectorAll('p').length - 1")  # at most those were captured
+    while "next" in pages[-1]:
+        page.wait_for_timeout(320)
+        pages.append(g.snapshot(cursor=pages[-1]["next"], maxChars=500, maxElements=60))
+        assert len(pages) < 50
+    labels = [e["label"] for p in pages for e in p["elements"]]
+    assert sorted(labels) == sorted(f"Button {i}" for i in range(400))
+    text = "".join(p["text"] for p in pages)
+    buttons = "filler\n" + " ".join(f"Button {i}" for i in range(400))
+    assert text.startswith(buttons)
+    ticks = text[len(buttons) :].split("\n")[1:]  # those appended before the first read, if any
+    assert all(re.fullmatch(r"tick \d+", t) for t in ticks) and len(ticks) <= ticks_then, ticks
+    assert page.evaluate("document.querySelectorAll('p').length - 1") > ticks_then + 3  # appended meanwhile
+
+
+def test_elements_removed_before_their_page_are_counted_and_the_rest_still_read(
+    page: Page, fixtures_site: Site
+) -> None:
+    """Guards `removed: n`: links removed between pages are skipped and counted on the page that would have
+    listed them; the links still there come in order; the text read on resumes after what the first page had
+    even though the node it stopped in was removed (its ancestor's position is used)."""
+    g = open_tab(page, fixtures_site, "links2000.html")
+    first = g.snapshot(maxChars=3000, maxElements=10)
+    assert [e["label"] for e in first["elements"] if e["label"].startswith("Link")][-1] == "Link number 3"
+    assert not first["text"].endswith("\n")
+    cut = int(re.findall(r"Link number (\d+)\n", first["text"])[-1]) + 1  # the link the page stopped in
+    page.evaluate(
+        """(cut) => { const links = Array.from(document.querySelectorAll('a[href^="/item/"]'));
+                      for (const a of [...links.slice(4, 9), ...links.slice(cut, cut + 2)]) a.remove(); }""",
+        cut,
+    )
+    second = g.snapshot(cursor=first["next"], maxChars=3000, maxElements=10)
+    assert second["removed"] == 5
+    assert [e["label"] for e in second["elements"]] == [f"Link number {i}" for i in range(9, 19)]
+    text = first["text"] + second["text"]
+    numbers = [int(n) for n in re.findall(r"Link number (\d+)\n", text)]
+    assert len(numbers) == len(set(numbers)), "text repeated across the pages"
+    assert numbers[:cut] == list(range(cut))  # the first page's complete lines
+    assert numbers[cut:][:5] == list(range(cut + 2, cut + 7))  # read on after the two removed ones

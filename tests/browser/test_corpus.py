@@ -9,7 +9,8 @@ label of that option (v1.1 lists options: their text is page markup, not a value
 
 Continuation (§9 v1.1): a snapshot of 200 elements and its `next` pages list every node at most once
 and reach every control an independent query finds (links, buttons, fields, selects, summaries and
-editing hosts that the browser renders visible in the main document).
+editing hosts that the browser renders visible in the main document, and — §9 v1.2 — that a person is
+shown: not under aria-hidden, not clipped or sized to nothing, unless their label is shown).
 """
 
 from __future__ import annotations
@@ -115,14 +116,45 @@ def test_reader_on_corpus_page(page: Page, corpus_sites: dict[str, Site], entry:
     assert reach["missing"] == [], f"controls never reached in {len(pages)} page(s): {reach['missing']}"
 
 
-REACH = """(key, handles) => {
+REACH = r"""(key, handles) => {
   const reg = globalThis['__kelpieReader_' + key];
   const seen = new Set(handles.map((h) => reg.nodes.get(h)));
   const controls = 'a[href], area[href], button, input:not([type=hidden]), select, textarea, summary, ' +
                    '[contenteditable]:not([contenteditable=false])';
+  // Not shown to a person (§9 v1.2), decided here on its own terms: under aria-hidden="true", or no
+  // visible area — a rectangle of at most 1x1 px (and nothing of its content outside it), or a `clip` of
+  // no area on it or a positioned ancestor — unless it is a control with a shown <label>.
+  const hiddenTree = (el) => {
+    for (let e = el; e; e = e.parentElement || (e.getRootNode() && e.getRootNode().host)) {
+      if ((e.getAttribute('aria-hidden') || '').toLowerCase() === 'true') return true;
+    }
+    return false;
+  };
+  const noArea = (r) => r.width <= 0 || r.height <= 0 || (r.width <= 1 && r.height <= 1);
+  const clipped = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const st = getComputedStyle(e);
+      if (st.position === 'fixed' && e !== el) break;
+      if ((st.position === 'absolute' || st.position === 'fixed') && st.clip.startsWith('rect(')) {
+        const [t, r, b, l] = st.clip.slice(5, -1).split(',').map((x) => parseFloat(x));
+        if ((r <= l) || (b <= t)) return true;
+      }
+      if (/^inset\((5\d|[6-9]\d|100)/.test(st.clipPath)) return e === el;
+    }
+    return false;
+  };
+  const empty = (el) => {
+    if (!noArea(el.getBoundingClientRect())) return false;
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const st = getComputedStyle(el);
+    return noArea(range.getBoundingClientRect()) || (st.overflow !== 'visible' && st.display !== 'contents');
+  };
+  const shown = (el) => !hiddenTree(el) && !clipped(el) && !empty(el);
   const missing = [];
   for (const el of document.querySelectorAll(controls)) {
     if (!el.checkVisibility({ visibilityProperty: true })) continue;
+    if (!shown(el) && !(el.labels && Array.from(el.labels).some((l) => l.checkVisibility() && shown(l)))) continue;
     if (el.closest('select, datalist, textarea, object, canvas')) continue;  // value contexts
     if (el.parentElement && el.parentElement.isContentEditable) continue;  // inside an editing host
     if (!el.isContentEditable && el.matches('[contenteditable]')) continue;

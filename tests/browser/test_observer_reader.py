@@ -33,14 +33,17 @@ SPIED = """(() => ({
 
 def observe(r: Reader, max_chars: int = 12000, max_elements: int = 200) -> dict[str, Any]:
     value: dict[str, Any] = r.world.evaluate(reader.observer_script(max_chars=max_chars, max_elements=max_elements))
-    assert "rest" not in value and all("handle" not in e for e in value["elements"]), value
-    # The snapshot's own checks (bounds, fields, states, well-formed text), its handles aside.
-    check_snapshot({**value, "elements": [{"handle": "-", **e} for e in value["elements"]]}, max_chars, max_elements)
+    # Nothing of an observation names a node or a read: no handle, no continuation, no read token (v1.2).
+    assert "rest" not in value and "token" not in value, value
+    assert all("handle" not in e for e in value["elements"]), value
+    # The snapshot's own checks (bounds, fields, states, well-formed text), its handles and token aside.
+    stand_in = {**value, "token": "-", "elements": [{"handle": "-", **e} for e in value["elements"]]}
+    check_snapshot(stand_in, max_chars, max_elements)
     return value
 
 
 def without_handles(snap: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in snap.items() if k != "rest"}
+    out = {k: v for k, v in snap.items() if k not in ("rest", "token")}
     out["elements"] = [{k: v for k, v in e.items() if k != "handle"} for e in snap["elements"]]
     return out
 

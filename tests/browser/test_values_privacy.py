@@ -7,8 +7,11 @@ pages.
 from __future__ import annotations
 
 from conftest import Site
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kelpie_gateway import reader
 from playwright.sync_api import Page
-from readerhelp import by_label, dumps, open_page
+from readerhelp import Reader, by_label, dumps, open_page
 
 SECRETS = [
     "INPUT-SECRET",
@@ -76,3 +79,77 @@ def test_typed_value_reaches_the_page_with_events_and_never_a_snapshot(
     ]
     out = dumps(r.snapshot()) + dumps(r.selector_snapshot())
     assert "alert(1)" not in out and "\U0001d11e" not in out
+
+
+# ---------------------------------------------------------------------------------- values a person set
+def test_no_button_is_named_by_a_value_a_person_set(page: Page, fixtures_site: Site) -> None:
+    """Issue 27: a text field the page turns into a button after the user typed took the typed text as its
+    caption (the value becomes the `value` attribute when the type changes). Every way a value can get
+    there — the gateway's type, the gateway's fill, a person's keys (trusted key events), the page's own
+    script setting it after the person's input — leaves the button unnamed by it; a value only the page's
+    script set is page data and still names it, and a button's own `value` attribute is its caption."""
+    r = open_page(page, fixtures_site, "typed-button.html")
+    snap = r.snapshot()
+    assert r.type(by_label(snap, "Typed field")["handle"], "TYPED-SECRET") == {"typed": 12}
+    filled = r.world.evaluate(reader.fill_script(r.key, by_label(snap, "Filled field")["handle"], "FILLED-SECRET"))
+    assert filled.get("error") is None, filled
+    page.click("#keys")
+    page.keyboard.type("KEYS-SECRET")
+    page.click("#after")
+    page.keyboard.type("after-secret")
+    page.keyboard.press("Tab")  # change: the page's script rewrites the person's value
+    assert page.evaluate("document.getElementById('after').value") == "AFTER-SECRET (checked)"
+    page.evaluate("document.getElementById('scripted').value = 'Scripted caption'")
+    for field in ("typed", "filled", "keys", "after", "scripted"):
+        page.evaluate("(id) => toButton(id)", field)
+    assert page.evaluate("document.getElementById('typed').getAttribute('value')") == "TYPED-SECRET"
+    after = r.snapshot()
+    out = dumps(after) + dumps(r.selector_snapshot())
+    for secret in ("TYPED-SECRET", "FILLED-SECRET", "KEYS-SECRET", "AFTER-SECRET", "after-secret"):
+        assert secret not in out, (secret, out)
+    labels = [e["label"] for e in after["elements"] if e["tag"] == "input"]
+    assert labels.count("") == 4 and "Scripted caption" in labels and "Save" in labels, labels
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zs", "Zl", "Zp")), min_size=3,
+                    max_size=40).filter(lambda t: t.strip() == t and len(set(t)) > 1))
+def test_property_a_typed_value_never_becomes_a_name(page: Page, fixtures_site: Site, text: str) -> None:
+    """Property (issue 27): whatever a person types into a field, turning it into a button never puts that
+    text (nor any answer's copy of it) into a snapshot."""
+    r = open_page(page, fixtures_site, "typed-button.html")
+    field = by_label(r.snapshot(), "Typed field")["handle"]
+    assert r.type(field, text) == {"typed": len(text)}
+    page.evaluate("(id) => toButton(id)", "typed")
+    assert page.evaluate("document.getElementById('typed').getAttribute('value')") == text
+    snap = r.snapshot()
+    assert all(text not in e["label"] for e in snap["elements"]), snap["elements"]
+    assert text not in dumps(snap) and text not in dumps(r.selector_snapshot())
+
+
+def test_a_value_typed_before_any_reader_call_is_known_from_the_new_document_script(
+    page: Page, fixtures_site: Site
+) -> None:
+    """Issue 27, the host's way (reader.new_document_script registered as the reference host registers it):
+    a person types into a field — and into a same-origin frame's — before any snapshot ran in the document;
+    the page then turns both into buttons; neither is named by what the person typed. Without the
+    new-document script only values set after the first reader call are known (the bundles start watching
+    then): this is why the host registers it."""
+    r = Reader(page)
+    r.world.cdp.send("Page.enable")
+    r.world.cdp.send(
+        "Page.addScriptToEvaluateOnNewDocument",
+        {"source": reader.new_document_script(), "worldName": reader.WORLD_NAME},
+    )
+    page.goto(fixtures_site.url("reader/typed-button.html"), wait_until="load")
+    page.click("#keys")
+    page.keyboard.type("EARLY-SECRET")
+    page.frame_locator("#inner").locator("#inframe").click()
+    page.keyboard.type("FRAME-SECRET")
+    for field in ("keys", "inframe"):
+        page.evaluate("(id) => toButton(id)", field)
+    assert page.evaluate("document.getElementById('keys').getAttribute('value')") == "EARLY-SECRET"
+    snap = r.snapshot()
+    out = dumps(snap) + dumps(r.selector_snapshot())
+    assert "EARLY-SECRET" not in out and "FRAME-SECRET" not in out, out
+    assert "Save" in {e["label"] for e in snap["elements"]}

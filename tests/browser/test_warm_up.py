@@ -79,8 +79,8 @@ def warm_all(world: HostWorld) -> int:
 
 
 def comparable(snap: dict[str, Any]) -> dict[str, Any]:
-    """A snapshot without its handles (fresh per read) and its `rest` token."""
-    out = {k: v for k, v in snap.items() if k not in ("elements", "rest")}
+    """A snapshot without its handles and its read's token (fresh per read) and its `rest` token."""
+    out = {k: v for k, v in snap.items() if k not in ("elements", "rest", "token")}
     out["elements"] = [{k: v for k, v in e.items() if k != "handle"} for e in snap["elements"]]
     return out
 

@@ -14,7 +14,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kelpie_gateway import Gateway, inputs, jsonio
+from kelpie_gateway import Gateway, GatewayConfigError, inputs, jsonio
 from kelpie_gateway.errors import Refusal
 from kelpie_gateway.schema import ParamError, validate_request
 
@@ -618,3 +618,85 @@ def test_a_cancel_whose_reason_is_an_array_or_object_is_refused_invalid_request(
             answer = gw.cancel(message)
             assert answer["step"] == "rejected" and answer["error"]["code"] == "INVALID_REQUEST", answer
     assert gw.next() == step
+
+
+# ------------------------------------------------------------------ repeated member names (issue 27)
+_names = st.sampled_from(["a", "b", "method", "params", "tabId", "x:y", "\u00e9", ""])
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),
+    st.text(alphabet=st.sampled_from(['a', ':', ' ', '"', '\\', '\u00e9', '/', '{']), max_size=6),
+)
+_trees = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3).map(lambda xs: ("list", xs))
+    | st.lists(st.tuples(_names, inner), max_size=4).map(lambda ps: ("object", ps)),
+    max_leaves=12,
+)
+"""A JSON value whose objects are lists of (name, value) pairs: names may repeat, at any depth."""
+
+
+def _text(tree: Any, style: Any) -> str:
+    """``tree`` as JSON text: ``style`` draws whitespace and whether a string spells its colons ``\\u003a``."""
+    gap = style(st.sampled_from(["", " ", "\n\t"]))
+    if isinstance(tree, tuple) and tree[0] == "list":
+        return "[" + ("," + gap).join(_text(v, style) for v in tree[1]) + "]"
+    if isinstance(tree, tuple):
+        return "{" + ",".join(
+            f"{gap}{_string(k, style)}{gap}:{gap}{_text(v, style)}" for k, v in tree[1]
+        ) + "}"
+    if isinstance(tree, str):
+        return _string(tree, style)
+    return json.dumps(tree)
+
+
+def _string(s: str, style: Any) -> str:
+    text = json.dumps(s, ensure_ascii=style(st.booleans()))
+    return text.replace(":", "\\u003a") if style(st.booleans()) else text
+
+
+def _repeats(tree: Any) -> bool:
+    if isinstance(tree, tuple) and tree[0] == "list":
+        return any(_repeats(v) for v in tree[1])
+    if isinstance(tree, tuple):
+        names = [k for k, _ in tree[1]]
+        return len(set(names)) != len(names) or any(_repeats(v) for _, v in tree[1])
+    return False
+
+
+@given(tree=_trees, data=st.data())
+@settings(max_examples=examples(500), deadline=None)
+def test_a_repeated_member_name_is_refused_exactly(tree: Any, data: Any) -> None:
+    """Issue 27: ``{"method":"tabs.list","method":"tabs.close",…}`` closed a tab (orjson keeps the last
+    name). ``jsonio.loads`` refuses a text exactly when one of its objects repeats a name, at any depth —
+    whatever the whitespace, colons inside strings, escaped colons (``\\u003a``, which the colon count
+    alone would miss) — and otherwise parses it as orjson does."""
+    text = _text(tree, data.draw).encode()
+    if _repeats(tree):
+        with pytest.raises(jsonio.DuplicateMember):
+            jsonio.loads(text)
+    else:
+        assert jsonio.loads(text) == orjson.loads(text)
+    assert jsonio.loads(text, unique=False) == orjson.loads(text)  # the host's own messages: last name wins
+
+
+def test_repeated_names_through_every_begin() -> None:
+    """The canonical ``begin`` (bytes, str, a repeated name in params), ``begin_mcp`` (-32600, id null), the
+    config, and the host's own ``advance`` (read as before: last name wins)."""
+    gw = make()
+    for text in (b'{"version":1,"id":1,"method":"tabs.list","method":"tabs.close","params":{"tabId":"A"}}',
+                 '{"version":1,"id":1,"method":"tabs.list","params":{},"params":{}}',
+                 b'{"version":1,"id":1,"method":"tab.snapshot","params":{"tabId":"A","tabId":"B"}}'):
+        step = gw.begin(text)
+        env = response(step)
+        assert env["error"]["code"] == "INVALID_JSON" and "appears twice" in env["error"]["message"], env
+        assert step["audit"]["dispatches"] == 0
+    rpc = gw.begin_mcp(b'{"jsonrpc":"2.0","id":1,"method":"tools/list","id":2}')["response"]
+    assert rpc["id"] is None and rpc["error"]["code"] == -32600, rpc
+    with pytest.raises(GatewayConfigError) as refused:
+        Gateway(b'{"allowActions":false,"allowActions":true}')
+    assert refused.value.envelope["error"]["code"] == "INVALID_JSON"
+    step = gw.begin(req("tabs.list"))
+    assert gw.advance(b'{"transaction":"%s","seq":%d,"result":{"success":false,"success":true}}'
+                      % (step["transaction"].encode(), step["seq"]))["step"] == "dispatch"
+    _usable_after_dispatch = gw.cancel({"transaction": step["transaction"], "reason": "cancelled"})
+    assert _usable_after_dispatch["step"] == "complete"

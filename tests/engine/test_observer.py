@@ -164,10 +164,19 @@ def test_the_pages_own_refusal_passes_through() -> None:
     assert envelope["error"] == {"code": "RENDERER_FAILED", "message": "reader failed", "retryable": False}
 
 
-@pytest.mark.parametrize("param", ["scope", "cursor"])
-def test_scope_and_cursor_are_refused_before_anything_runs(param: str) -> None:
+OBSERVER_REFUSED: dict[str, Any] = {
+    "scope": "s1e1",
+    "cursor": "s1p1",
+    "since": "s1",  # v1.2: an observer issues no snapshot id to compare with
+    "include": "controls",  # v1.2: an observation is the whole tab in one page
+    "find": {"role": "button"},
+}
+
+
+@pytest.mark.parametrize("param", sorted(OBSERVER_REFUSED))
+def test_anchors_and_v12_reads_are_refused_before_anything_runs(param: str) -> None:
     gw = observer()
-    envelope = response(gw.begin(req("tab.snapshot", tabId="A", **{param: "s1e1" if param == "scope" else "s1p1"})))
+    envelope = response(gw.begin(req("tab.snapshot", tabId="A", **{param: OBSERVER_REFUSED[param]})))
     assert envelope["error"]["code"] == "INVALID_PARAMS" and envelope["mayHaveCompleted"] is False
     assert envelope["error"]["message"].startswith(f"/params/{param}: this gateway is an observer")
 

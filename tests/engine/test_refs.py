@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tests.engine.kit import FakeRenderer, admit, make, ok, req, response, run
 
 H = "0123456789abcdef"
@@ -198,3 +200,124 @@ def test_a_navigation_cancelled_before_dispatch_leaves_the_refs_valid() -> None:
     gw.advance({"transaction": dispatched["transaction"], "seq": dispatched["seq"], "result": {"success": True}})
     stale = response(gw.begin(req("tab.click", tabId="B", ref=refs[0])))
     assert stale["error"]["code"] in ("REFS_INVALIDATED", "RECONCILE_REQUIRED") and stale["mayHaveCompleted"] is False
+
+
+# ------------------------------------------------------------------ a refusal that changed nothing (issue 27)
+NOT_ACTIONABLE = {"success": True, "value": {"error": {"code": "NOT_ACTIONABLE", "message": "the element is disabled"},
+                                             "mayHaveCompleted": False}}
+NOT_TYPABLE = {"success": True, "value": {"error": {"code": "NOT_TYPABLE", "message": "a checkbox takes no text"},
+                                          "mayHaveCompleted": False}}
+NODE_REPLACED = {"success": True, "value": {"error": {"code": "NODE_REPLACED", "message": "the element was replaced"},
+                                            "mayHaveCompleted": False}}
+NOT_RUN = {"success": False, "error": {"code": "RENDERER_FAILED", "message": "nothing ran"}, "mayHaveCompleted": False}
+UNKNOWN = {"success": True, "value": {"error": {"code": "EFFECT_NOT_OBSERVED", "message": "the page put it back"},
+                                      "mayHaveCompleted": True}}
+EXTENSION = {"name": "poke", "method": "poke", "description": "acts on the page", "mutates": True,
+             "inputSchema": {"type": "object", "properties": {"tabId": {"type": "string"}}}}
+
+
+def _refs(gw: Any, renderer: FakeRenderer, tab: str = "A") -> list[str]:
+    return [e["ref"] for e in response(run(gw, req("tab.snapshot", tabId=tab), renderer))["result"]["elements"]]
+
+
+def _answered(gw: Any, request: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    step = admit(gw, gw.begin(request))
+    assert step["step"] == "dispatch", step
+    return response(gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": result}))
+
+
+def _dispatches(gw: Any, request: dict[str, Any]) -> dict[str, Any]:
+    step = gw.begin(request)
+    if step["step"] == "authorize":
+        step = admit(gw, step)
+    assert step["step"] == "dispatch", step
+    return step
+
+
+@pytest.mark.parametrize("answer", [NOT_ACTIONABLE, NODE_REPLACED, NOT_RUN], ids=["NOT_ACTIONABLE", "NODE_REPLACED", "not-run"])
+def test_a_click_refused_before_any_event_leaves_the_tabs_refs_valid(answer: dict[str, Any]) -> None:
+    """Issue 27: a click refused NOT_ACTIONABLE before any event (nothing reached the page's handlers,
+    ``mayHaveCompleted:false``) invalidated every ref of the tab, so the agent had to snapshot again for
+    nothing. A refusal that changed nothing leaves the refs as they were: the same ref and its siblings
+    are dispatched, and a continuation cursor of the snapshot still works."""
+    gw, renderer = make(), FakeRenderer()
+    refs = _refs(gw, renderer)
+    env = _answered(gw, req("tab.click", tabId="A", ref=refs[0]), answer)
+    assert env["success"] is False and env["mayHaveCompleted"] is False, env
+    click = _dispatches(gw, req("tab.click", tabId="A", ref=refs[1]))
+    assert '"handle":"0123456789abcdef-a2"' in click["params"]["script"]
+    gw.advance({"transaction": click["transaction"], "seq": click["seq"], "result": renderer("tab.click", click)})
+    # That click ran: now the refs are spent.
+    assert response(gw.begin(req("tab.click", tabId="A", ref=refs[0])))["error"]["code"] == "REFS_INVALIDATED"
+
+
+def test_a_type_refused_before_focus_leaves_the_refs_valid() -> None:
+    gw, renderer = make(), FakeRenderer()
+    refs = _refs(gw, renderer)
+    assert _answered(gw, req("tab.type", tabId="A", ref=refs[0], text="x"), NOT_TYPABLE)["error"]["code"] == "NOT_TYPABLE"
+    _dispatches(gw, req("tab.type", tabId="A", ref=refs[2], text="x"))
+
+
+def test_a_cursor_survives_a_refusal_that_changed_nothing() -> None:
+    gw = make()
+    first = snap(gw, page(1, 2, rest(1, 2)))["result"]
+    assert _answered(gw, req("tab.click", tabId="A", ref=first["elements"][0]["ref"]), NOT_ACTIONABLE)["mayHaveCompleted"] is False
+    second = snap(gw, page(3, 1), cursor=first["next"])
+    assert second["success"] and second["result"]["snapshot"] == first["snapshot"], second
+
+
+def test_an_invalidation_during_the_refused_dispatch_still_counts() -> None:
+    """The page navigated (the host called invalidate_refs) while the click was out: its refusal cannot
+    bring back refs of a document that changed."""
+    gw, renderer = make(), FakeRenderer()
+    refs = _refs(gw, renderer)
+    step = _dispatches(gw, req("tab.click", tabId="A", ref=refs[0]))
+    gw.invalidate_refs("A")
+    gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": NOT_ACTIONABLE})
+    assert response(gw.begin(req("tab.click", tabId="A", ref=refs[1])))["error"]["code"] == "REFS_INVALIDATED"
+    # and an invalidation of every tab, likewise
+    refs = _refs(gw, renderer)
+    step = _dispatches(gw, req("tab.click", tabId="A", ref=refs[0]))
+    gw.invalidate_refs(None)
+    gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": NOT_ACTIONABLE})
+    assert response(gw.begin(req("tab.click", tabId="A", ref=refs[1])))["error"]["code"] == "REFS_INVALIDATED"
+
+
+def test_an_unknown_outcome_or_a_timeout_spends_the_refs() -> None:
+    gw, renderer = make(), FakeRenderer()
+    refs = _refs(gw, renderer)
+    assert _answered(gw, req("tab.click", tabId="A", ref=refs[0]), UNKNOWN)["mayHaveCompleted"] is True
+    refs = _refs(gw, renderer)  # the snapshot also settles the reconcile mark
+    step = _dispatches(gw, req("tab.click", tabId="A", ref=refs[0]))
+    assert response(gw.cancel({"transaction": step["transaction"], "reason": "timeout"}))["mayHaveCompleted"] is True
+    gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": NOT_ACTIONABLE})  # late: retired
+    stale = response(gw.begin(req("tab.click", tabId="A", ref=refs[1])))
+    assert stale["error"]["code"] in ("REFS_INVALIDATED", "RECONCILE_REQUIRED"), stale
+
+
+def test_an_extension_naming_no_tab_restores_only_the_snapshots_that_were_valid() -> None:
+    """A mutating extension without ``tabId`` invalidates every tab; refused before any effect, it gives
+    back exactly the snapshots that were valid before it (B's, invalidated by a click earlier, stays so)."""
+    gw = make(nativeMethods=["get-tabs", "browser-control-evaluate", "poke"], extensions=[EXTENSION])
+    renderer = FakeRenderer()
+    a, b = _refs(gw, renderer, "A"), _refs(gw, renderer, "B")
+    run(gw, req("tab.click", tabId="B", ref=b[0]), renderer)
+    env = _answered(gw, req("extension.call", name="poke", arguments={}), NOT_RUN)
+    assert env["mayHaveCompleted"] is False, env
+    assert response(gw.begin(req("tab.click", tabId="B", ref=b[1])))["error"]["code"] == "REFS_INVALIDATED"
+    _dispatches(gw, req("tab.click", tabId="A", ref=a[0]))
+
+
+def test_a_refusal_after_a_tab_switch_spends_the_refs() -> None:
+    """Selected targeting: a switch-tab ran first (the selection changed), so the refusal is an unknown
+    outcome (test_transactions.py) and the refs are not given back."""
+    gw, r = make(targeting="selected"), FakeRenderer()
+    r.active = "B"
+    ref = response(run(gw, req("tab.snapshot"), r))["result"]["elements"][0]["ref"]
+    r.active = "A"
+    step = admit(gw, gw.begin(req("tab.click", tabId="B", ref=ref)))
+    step = gw.advance({"transaction": step["transaction"], "seq": step["seq"], "result": r("", step)})
+    switch = admit(gw, step)
+    main = gw.advance({"transaction": switch["transaction"], "seq": switch["seq"], "result": r("", switch)})
+    out = response(gw.advance({"transaction": main["transaction"], "seq": main["seq"], "result": NOT_ACTIONABLE}))
+    assert out["mayHaveCompleted"] is True, out

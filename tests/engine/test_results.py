@@ -85,6 +85,33 @@ def test_tabs_list_reports_a_crashed_tab() -> None:
     assert "crashed" not in env["result"]["tabs"][1]
 
 
+def test_navigate_passes_the_hosts_download_object_and_nothing_else() -> None:
+    """Issues 27 and 32: a navigation that ended in a download says so with the host's download object
+    (``{id, name, state, bytes, sha256, resource, …}``, the same as a click's); anything there that is not
+    an object is dropped, never passed to the client."""
+    record = {"id": "d1", "name": "f.bin", "state": "complete", "bytes": 3, "sha256": "ab", "resource": "kelpie://downloads/d1"}
+    for sent, shown in ((record, record), ({"state": "in-progress"}, {"state": "in-progress"}), ("yes", None), (1, None), (None, None)):
+        gw = make()
+        step = admit(gw, gw.begin(req("tab.navigate", tabId="A", url="https://x.test/f.bin")))
+        extra = {} if sent is None else {"download": sent}
+        out = response(ok(gw, step, tabId="A", generation=2, url="https://x.test/", **extra))
+        assert out["success"], out
+        assert out["result"].get("download") == shown, (sent, out)
+
+
+def test_tabs_list_passes_a_positive_popup_count_only() -> None:
+    """Issue 27: the host closes a tab's popups past --max-popups and counts them (``popupsClosed``); the
+    engine passes a positive integer through and drops anything else (0, a bool, a string)."""
+    gw = make()
+    step = admit(gw, gw.begin(req("tabs.list")))
+    base = {"generation": 1, "url": "about:blank", "title": "", "active": False}
+    tabs = [{"tabId": "A", **base, "popupsClosed": 180}, {"tabId": "B", **base, "popupsClosed": 0},
+            {"tabId": "C", **base, "popupsClosed": True}, {"tabId": "D", **base, "popupsClosed": "9"}]
+    listed = response(ok(gw, step, tabs=tabs))["result"]["tabs"]
+    assert listed[0]["popupsClosed"] == 180
+    assert all("popupsClosed" not in t for t in listed[1:]), listed
+
+
 
 def test_empty_screenshot_is_malformed() -> None:
     """Regression (adversarial review, 487190e): an empty ``data`` was accepted as a screenshot. Guards: it is

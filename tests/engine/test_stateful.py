@@ -8,6 +8,8 @@ retire / invalidate_refs (from other threads) against a model. Invariants, check
   transaction never dispatches again;
 * a begin on the busy lane gets BUSY and the active transaction's pending step is unchanged;
 * a click is dispatched only with a ref of its own tab's latest, non-invalidated snapshot;
+* a mutation the page refused before any effect (``mayHaveCompleted: false``) leaves its tab's refs as
+  they were before its dispatch, unless something invalidated them meanwhile (issue 27);
 * a snapshot whose tab was invalidated while it was dispatched never issues refs;
 * after an unknown outcome (``mayHaveCompleted: true``) on a tab, no mutation of that tab is dispatched
   until a snapshot of it succeeds (RECONCILE_REQUIRED, §4);
@@ -56,6 +58,7 @@ class TransactionRules(RuleBasedStateMachine):
         self.dispatched: set[str] = set()  # transactions the engine dispatched at least once
         self.reconcile: dict[str, bool] = {t: False for t in TABS}
         self.no_effect: set[str] = set()  # the page itself said nothing happened (mayHaveCompleted:false)
+        self.valid_before: dict[str, bool] = {}  # mutation -> its tab's refs were valid when it was dispatched
 
     # ------------------------------------------------------------ checks
     def check(self, step: dict[str, Any]) -> dict[str, Any]:
@@ -76,8 +79,9 @@ class TransactionRules(RuleBasedStateMachine):
                 ref = request["params"]["ref"]
                 assert ref in self.latest[tab] and not self.invalid[tab], f"click dispatched with bad ref {ref}"
             if step["mutates"] and tab is not None:
+                self.valid_before[step["transaction"]] = not self.invalid[tab]
                 self.invalid[tab] = True
-            if request["method"] == "tab.snapshot":
+            if request["method"] == "tab.snapshot" or step["mutates"]:
                 self.inval_during[step["transaction"]] = False
         if kind == "complete":
             self.on_complete(step)
@@ -108,6 +112,11 @@ class TransactionRules(RuleBasedStateMachine):
             said_no_effect = step["transaction"] in self.no_effect and request["method"] == "tab.click"
             assert env["mayHaveCompleted"] is not said_no_effect, env
             self.dead.add(step["transaction"])
+            if env["mayHaveCompleted"] is False and tab is not None:
+                # Refused before any effect: the refs its dispatch invalidated are given back, unless
+                # something else invalidated the tab meanwhile (docs/contract-notes.md).
+                txn = step["transaction"]
+                self.invalid[tab] = not self.valid_before.get(txn, False) or self.inval_during.get(txn, True)
         if env.get("mayHaveCompleted") and tab is not None:
             self.reconcile[tab] = True
 

@@ -87,10 +87,15 @@ def value_for(p: schema.Param) -> st.SearchStrategy[Any]:
             good = url_like
         elif p.supported is not None:
             good = st.sampled_from([*p.supported, "jpeg", "PNG", ""])
+        elif p.choices is not None:
+            good = st.sampled_from([*p.choices, p.choices[-1].upper(), ""])
         else:
             good = st.one_of(_sized_text(p.min_length, p.max_length), small_text)
     elif p.kind == "boolean":
         good = st.booleans()
+    elif p.properties is not None:  # closed members: mostly valid ones, sometimes none or an unknown one
+        good = st.fixed_dictionaries({}, optional={m.name: value_for(m) for m in p.properties})
+        good = st.one_of(good, st.dictionaries(st.sampled_from(["label", "Role", ""]), _any_value(), max_size=1))
     else:
         good = st.dictionaries(small_text, _any_value(), max_size=3)
     return st.one_of(good, _any_value()) if p.kind == "object" else good

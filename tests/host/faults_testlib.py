@@ -30,7 +30,12 @@ from host_testlib import ROOT, Host, start_host
 from kelpie_gateway.host.browser import CHROMIUM_FLAGS
 
 RUNS = int(os.environ.get("KELPIE_CHAOS_RUNS", "2"))
-GRACE_S = 5.0  # CONTRACT.md §5: no page holds a lane longer than timeoutMs + 5 s
+GRACE_S = 5.0
+"""The retirement grace (CONTRACT.md §5: at most 5 s; the engine's default, which the host uses): a cancelled
+dispatch is overdue ``timeoutMs`` + 5 s after it began, and only then does the host stop the page's script."""
+END_S = 3.0
+"""What the host may take, once a dispatch is overdue, to end it: terminateExecution's answer (at most 2 s
+when the renderer does not answer) and the late reply after it (at most 1 s), plus one watch interval."""
 FIGURES: dict[str, list[float]] = {}
 
 
@@ -118,6 +123,20 @@ def chromium_processes(host: Host) -> tuple[list[int], list[int]]:
         elif "--type=" not in line:
             browsers.append(pid)
     return browsers, renderers
+
+
+def chromium_tree(host: Host) -> list[int]:
+    """Every Chromium process under the host (browser, renderers, GPU, utilities, zygotes)."""
+    assert host.process._proc is not None
+    tree, stack, found = _children(), [host.process._proc.pid], []
+    while stack:
+        pid = stack.pop()
+        for child in tree.get(pid, []):
+            args = cmdline(child)
+            if args and "chrom" in args[0]:
+                found.append(child)
+            stack.append(child)
+    return found
 
 
 def kill(pids: list[int]) -> None:

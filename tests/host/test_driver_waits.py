@@ -97,7 +97,7 @@ def test_an_mcp_cancel_while_the_browser_relaunches_answers_at_once_and_runs_not
 
 class Starting:
     """A browser still starting (``mcp``): up after ``start_s``. Each call takes ``call_s``; records every
-    native call and every attempt to end stuck work (stop_script, close_target)."""
+    native call and every attempt to end stuck work (stop_script, end_stuck)."""
 
     def __init__(self, call_s: float) -> None:
         self.fake = FakeRenderer()
@@ -120,8 +120,8 @@ class Starting:
         self.ended.append(f"stop {tab_id}")
         return True
 
-    async def close_target(self, tab_id: str | None) -> bool:
-        self.ended.append(f"close {tab_id}")
+    async def end_stuck(self, tab_id: str | None) -> bool:
+        self.ended.append(f"end {tab_id}")
         return True
 
     async def close(self) -> None:

@@ -451,6 +451,50 @@ def test_a_frame_from_a_blocked_origin_stays_a_blocked_placeholder(stack: Stack)
     stack.ok("tabs.close", tabId=tab)
 
 
+def test_v12_params_with_a_frame(stack: Stack) -> None:
+    """Issue 29's params on a page with a cross-origin frame (docs/reader.md "Frames and v1.2 reads"):
+    `find` and `include: "controls"` read the top document only — the frame is its placeholder
+    (`unavailable`) and nothing from inside it is listed or searched; a plain snapshot composes the frame;
+    `since` after it reports what changed in the top document, not what changed inside the frame; a
+    composite's cursor is refused STALE_SNAPSHOT once its document changed."""
+    tab = stack.open(f"{stack.a.url}/login-top.html")
+    settled(stack, tab, 1)
+    found = stack.ok("tab.snapshot", tabId=tab, find={"role": "button"})
+    assert [(e["label"], e.get("frame")) for e in found["elements"]] == [("Top button", None)]
+    assert stack.ok("tab.snapshot", tabId=tab, find={"name": "Sign in"})["elements"] == []
+    assert "Please sign in" not in stack.ok("tab.snapshot", tabId=tab, find={"text": "sign in"})["text"]
+    controls = stack.ok("tab.snapshot", tabId=tab, include="controls")
+    assert [(e["tag"], e.get("unreadable")) for e in controls["elements"]] == [
+        ("iframe", "unavailable"),
+        ("button", None),
+    ]
+    plain = stack.ok("tab.snapshot", tabId=tab)
+    assert labels(plain)["Sign in"]["frame"] == {"origin": stack.b.url, "depth": 1}
+    page = stack.page(tab)
+    inner = next(f for f in page.frames if f != page.main_frame)
+
+    async def change() -> None:
+        await page.evaluate(
+            "() => document.body.insertAdjacentHTML('beforeend', '<p>Top news</p><button>Top new</button>')"
+        )
+        await inner.evaluate(
+            "() => document.body.insertAdjacentHTML('beforeend', '<p>Frame news</p><button>Frame new</button>')"
+        )
+
+    stack.run(change())
+    after = stack.ok("tab.snapshot", tabId=tab, since=plain["snapshot"])
+    diff = after["changes"]
+    assert [e["label"] for e in diff["added"]] == ["Top new"], diff
+    assert diff["removed"] == [] and diff["changed"] == [], diff
+    assert "Top news" in diff["textAdded"] and not [t for t in diff["textAdded"] if "Frame" in t], diff
+    assert diff["textRemoved"] == [], diff
+    first = stack.ok("tab.snapshot", tabId=tab, maxElements=1)
+    assert "next" in first, first
+    stack.run(page.evaluate("() => document.body.insertAdjacentHTML('beforeend', '<p>Later</p>')"))
+    refused_untouched(stack.call("tab.snapshot", tabId=tab, cursor=first["next"]), "STALE_SNAPSHOT")
+    stack.ok("tabs.close", tabId=tab)
+
+
 def test_past_64_frames_and_past_depth_8_frames_are_limit_placeholders(stack: Stack) -> None:
     """At most 64 frame documents are read for one snapshot (in page order) and none deeper than 8: the
     rest stay placeholders `unreadable: "limit"`."""

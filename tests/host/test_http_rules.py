@@ -259,3 +259,88 @@ def test_a_stalled_body_gets_408_instead_of_holding_the_connection(state: Path) 
         assert time.monotonic() - started < 5
     finally:
         process.stop()
+
+
+def test_a_repeated_member_name_is_refused_on_every_route(host: Host) -> None:
+    """Issue 27: ``{"method":"tabs.list","method":"tabs.close",…}`` closed a tab — orjson keeps the last of
+    two equal names. Every route refuses a body that repeats a name, at any depth, before anything runs:
+    the canonical route 400 ``INVALID_JSON``, ``/mcp`` 400 ``-32600`` (id null: which id was meant is
+    ambiguous), ``POST /v1/pair`` 400. No log line quotes the repeated name."""
+    canonical = b'{"version":1,"id":1,"method":"capabilities","method":"documentation","params":{}}'
+    status, body = raw(host, "POST", "/v1/browser-control", canonical, auth(host))
+    env = json.loads(body)
+    assert status == 400 and env["error"]["code"] == "INVALID_JSON" and "appears twice" in env["error"]["message"]
+    deep = b'{"version":1,"id":1,"method":"capabilities","params":{"a":{"b":1,"b":2}}}'
+    assert raw(host, "POST", "/v1/browser-control", deep, auth(host))[0] == 400
+    for rpc in (b'{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}',
+                b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x":1,"x":2}}}'):
+        status, body = raw(host, "POST", "/mcp", rpc, auth(host))
+        answer = json.loads(body)
+        assert status == 400 and answer["error"]["code"] == -32600 and answer["id"] is None, answer
+    status, body = raw(host, "POST", "/v1/pair", b'{"client":"a","client":"b"}', {"Content-Type": "application/json"})
+    assert status == 400 and json.loads(body)["error"]["code"] == "INVALID_JSON"
+    # a body whose strings hold colons (escaped or not) is no duplicate
+    fine = b'{"version":1,"id":"a:b\\u003ac","method":"capabilities","params":{}}'
+    status, body = raw(host, "POST", "/v1/browser-control", fine, auth(host))
+    assert status == 200 and json.loads(body)["id"] == "a:b:c"
+
+
+def test_an_empty_host_header_is_403_like_any_wrong_host(host: Host) -> None:
+    """Issue 27 reported an empty ``Host:`` accepted. Every route answers it — and a blank one, and an
+    HTTP/1.0 request without any — the 403 a foreign host gets, with the same body; an HTTP/1.1 request
+    without ``Host`` is malformed (RFC 9112 §3.2: 400, from aiohttp's parser)."""
+    wrong = raw(host, "POST", "/v1/browser-control", CAPS, auth(host, Host=f"evil.example:{host.port}"))
+    assert wrong[0] == 403
+    routes = (("POST", "/v1/browser-control", CAPS), ("POST", "/mcp", PING), ("GET", "/mcp", b""),
+              ("POST", "/v1/pair", b'{"client":"x"}'), ("DELETE", "/v1/pair", b""))
+    for method, path, body in routes:
+        for value in ("", " ", "\t"):
+            head = (f"{method} {path} HTTP/1.1\r\nHost:{value}\r\nAuthorization: Bearer {host.token}\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+            reply = exchange(host, head.encode() + body)
+            assert reply.startswith(b"HTTP/1.1 403"), (method, path, repr(value), reply[:200])
+            if path == "/v1/browser-control":
+                assert reply.endswith(wrong[1]), reply
+        head = (f"{method} {path} HTTP/1.0\r\nAuthorization: Bearer {host.token}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+        assert exchange(host, head.encode() + body).startswith(b"HTTP/1.0 403"), (method, path)
+    head = f"POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {len(PING)}\r\n\r\n"
+    assert exchange(host, head.encode() + PING).split(b"\r\n")[0].endswith(b"400 Bad Request")
+
+
+@pytest.mark.parametrize(
+    ("version", "host_line"),
+    [
+        ("1.1", "Host:\r\n"),
+        ("1.1", "Host: \r\n"),
+        ("1.1", "Host:\t\r\n"),
+        ("1.0", "Host:\r\n"),
+        ("1.0", ""),
+        ("1.1", "Host:\r\nExpect: 100-continue\r\n"),
+    ],
+    ids=["empty", "space", "tab", "http1.0-empty", "http1.0-none", "empty-expect-100"],
+)
+def test_an_empty_or_missing_host_header_is_403_on_every_route(
+    host: Host, version: str, host_line: str
+) -> None:
+    """Issue 27: a request whose ``Host:`` header is empty was accepted (only wrong names were refused); an
+    empty, blank or missing Host gets the same 403 as any other host the server does not serve, on every
+    route, before the bearer is looked at (DNS-rebinding guard), and never a ``100 Continue`` first. (On this
+    build it already held; this guards it.)"""
+    for method, path, body in (
+        ("POST", "/v1/browser-control", CAPS),
+        ("POST", "/mcp", PING),
+        ("POST", "/v1/pair", b'{"client":"x"}'),
+        ("DELETE", "/v1/pair", b""),
+    ):
+        with socket.create_connection(("127.0.0.1", host.port), timeout=10) as sock:
+            head = (
+                f"{method} {path} HTTP/{version}\r\n{host_line}Authorization: Bearer {host.token}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            )
+            sock.sendall(head.encode() + body)
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+        assert reply.split(b" ", 2)[1] == b"403", (method, path, reply[:200])
+        assert b"the Host header must name the loopback address served" in reply, reply

@@ -264,3 +264,30 @@ def test_pair_request_writes_a_0600_token_file_even_over_an_existing_file(tmp_pa
         assert token_file.read_text() != "old"
     finally:
         host.process.stop()
+
+
+def test_sigterm_answers_waiting_pairers_503_and_exits_within_5_s(tmp_path: Path) -> None:
+    """Issue 27: ``serve`` took 118 s to exit on SIGTERM while a pairing request waited (aiohttp waits for
+    the handler, which waits for the operator). At most 16 requests wait (the 17th is 429 at once, with
+    ``Retry-After``); SIGTERM answers every waiting one 503 at once and the host exits 0 within 5 s."""
+    process = manual_pairing_host(tmp_path, 600)
+    try:
+        host = Host(process, "", "python")
+        results = [{} for _ in range(16)]  # type: list[dict[str, Any]]
+        threads = [pair_request(host, f"waiting-{i}", results[i]) for i in range(16)]
+        for i in range(16):
+            announced(host, f"waiting-{i}")
+        status, body = raw(host, "POST", "/v1/pair", b'{"client":"one-too-many"}', {"Content-Type": "application/json"})
+        assert status == 429 and json.loads(body)["error"]["code"] == "BUSY", (status, body)
+        assert process._proc is not None
+        started = time.monotonic()
+        process._proc.terminate()
+        assert process._proc.wait(5) == 0, "serve did not exit within 5 s of SIGTERM"
+        exited = time.monotonic() - started
+        for thread, result in zip(threads, results, strict=True):
+            thread.join(5)
+            assert result.get("status") == 503 and result["body"]["error"]["code"] == "CANCELLED", result
+        assert exited < 5, exited
+        assert process.wait_for_line("answered 16 waiting pairing request(s) 503", 5)
+    finally:
+        process.stop()

@@ -130,6 +130,16 @@ def test_raw_client_2025_03_26_line_rules_and_exit_on_stdin_close() -> None:
         envelope = host.control(8, "tabs.list", {})
         assert envelope["success"] and envelope["result"]["tabs"][0]["title"] == "Kelpie fixture site"
 
+        # Issue 27: a line repeating a member name is -32600 (id null); it used to run its last name.
+        tab = envelope["result"]["tabs"][0]["tabId"]
+        host.send_raw(
+            b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"kelpie_browser_control",'
+            b'"arguments":{"method":"tabs.list","method":"tabs.close","params":{"tabId":"%s"}}}}\n' % tab.encode()
+        )
+        repeated = host.recv()
+        assert repeated["error"]["code"] == -32600 and repeated["id"] is None, repeated
+        assert tab in {t["tabId"] for t in host.control(10, "tabs.list", {})["result"]["tabs"]}
+
         host.close_stdin()
         assert host.wait(60) == 0
         assert host.garbage == []  # stdout carried JSON-RPC and nothing else

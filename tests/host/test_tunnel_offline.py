@@ -339,3 +339,33 @@ def test_an_agent_cancels_a_call_by_its_outer_id() -> None:
             assert not peer.closed.is_set()  # the connection itself carries on
 
     run(body())
+
+
+def test_a_frame_that_repeats_a_member_name_is_refused_not_read_last_wins() -> None:
+    """Issue 27: the tunnel parsed each frame itself (orjson: the last of two equal names wins) before the
+    gateway saw it, so a broker frame ``{"method":"tabs.list","method":"tabs.close",…}`` inside an
+    ``mcp/message`` closed the tab. The frame is refused ``-32600`` (id null) and nothing runs."""
+    async def body() -> None:
+        renderer = HeldRenderer()
+        async with started(renderer) as (broker, tunnel, _lines):
+            peer = await broker.attached(timeout=30)
+            connection = await connect(peer, tunnel)
+            seen = len(peer.received)
+            inner = ('"method":"tools/call","params":{"name":"kelpie_browser_control","arguments":'
+                     '{"method":"tabs.list","method":"tabs.close","params":{"tabId":"A"}}}')
+            await peer.send_raw(
+                '{"jsonrpc":"2.0","id":77,"method":"mcp/message","params":{"connectionId":' + f'"{connection}",'
+                + inner + "}}"
+            )
+            for _ in range(500):
+                refusals = [m for m in peer.received[seen:] if "error" in m]
+                if refusals:
+                    break
+                await asyncio.sleep(0.02)
+            assert refusals and refusals[0]["error"]["code"] == -32600 and refusals[0]["id"] is None, refusals
+            assert "appears twice" in refusals[0]["error"]["message"]
+            assert not renderer.closing.is_set()  # close-tab never ran
+            listed = await tool_call(peer, connection, "tabs.list", {})
+            assert "A" in str(listed["result"]), listed
+
+    run(body())

@@ -26,6 +26,7 @@ from kelpie_gateway.host.auth import Pairing, PairingFileError, TokenStore, stat
 from kelpie_gateway.host.browser import BrowserLink, ChromiumRenderer, ContextOptions, find_chromium
 from kelpie_gateway.host.browser.common import LaneOptions
 from kelpie_gateway.host.browser.link import VIEWPORT, BrowserStartError, context_proxy
+from kelpie_gateway.host.browser.pages import DEFAULT_MAX_POPUPS
 from kelpie_gateway.host.contexts import (
     DEFAULT_IDLE_S,
     DEFAULT_MAX_CONTEXTS,
@@ -85,6 +86,9 @@ class BrowserOptions:
     tools: str = "compact"
     """``--tools``: the gateway config's ``mcpTools`` (``compact`` or ``full``)."""
     viewport: tuple[int, int] | None = None
+    max_popups: int = DEFAULT_MAX_POPUPS
+    retirement_grace_ms: int | None = None
+    """``--retirement-grace-ms``: the gateway's ``retirementGraceMs`` (None: the engine's, 5000)."""
     files: FilesOptions = field(default_factory=FilesOptions)
     """``--upload-dir``, ``--downloads-dir``, ``--max-download-mb``, ``--max-downloads`` (``host/files.py``)."""
     audit_log: Path | None = None
@@ -248,6 +252,7 @@ def _settings(
     config = gateway_config(
         browser=browser,
         read_only=opts.read_only,
+        retirement_grace_ms=opts.retirement_grace_ms,
         observer=opts.observer,
         include=opts.extensions_include,
         exclude=opts.extensions_exclude,
@@ -306,8 +311,8 @@ class StartingRenderer:
     async def stop_script(self, tab_id: str | None) -> bool:
         return self.started.done() and await self._up() and bool(await self.inner.stop_script(tab_id))
 
-    async def close_target(self, tab_id: str | None) -> bool:
-        return self.started.done() and await self._up() and bool(await self.inner.close_target(tab_id))
+    async def end_stuck(self, tab_id: str | None) -> bool:
+        return self.started.done() and await self._up() and bool(await self.inner.end_stuck(tab_id))
 
     async def close(self) -> None:
         if not self.started.done():
@@ -450,6 +455,7 @@ async def _start_stack(
             tab_ids,
             files,
             routed=policy.restrictive and not reaches_proxy,
+            max_popups=opts.max_popups,
             lane=LaneOptions(full_urls=opts.network_urls == "full", bodies=opts.network_bodies),
         )
         if link is not None and not per_client:
@@ -553,6 +559,8 @@ class _ContextSite:
     files: Files
     """The host's folders; a shared context uses them, a client's context :meth:`Files.for_context`."""
     routed: bool = False
+    max_popups: int = DEFAULT_MAX_POPUPS
+    """``--max-popups``: how many of one tab's popups may be open at once (``Pages``)."""
     lane: LaneOptions = field(default_factory=LaneOptions)
 
     def options(self, *, shared: bool) -> ContextOptions:
@@ -576,6 +584,7 @@ class _ContextSite:
             files=self.files if files is None else files,
             context_options=self.options(shared=shared),
             tab_ids=self.tab_ids,
+            max_popups=self.max_popups,
             lane=self.lane,
         )
 
@@ -692,6 +701,10 @@ async def serve(opts: ServeOptions) -> int:
         tunnel.start()
     await stop.wait()
     log("shutting down")
+    if opts.listen:
+        waiting = host.pairing.close()  # waiting pairers are answered 503 now: none holds the exit
+        if waiting:
+            log(f"answered {waiting} waiting pairing request(s) 503: the host is shutting down")
     if tunnel is not None:
         await tunnel.close()
     await stack.driver.drain(2.0)

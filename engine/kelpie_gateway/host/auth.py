@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-Decision = Literal["approved", "denied", "timeout"]
+Decision = Literal["approved", "denied", "timeout", "shutdown"]
 Verdict = Literal["valid", "missing", "unknown", "revoked"]
 
 _CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud and typed by a human
@@ -385,13 +385,32 @@ class PairingRequest:
     future: asyncio.Future[Decision] = field(repr=False)
 
 
+MAX_PENDING_PAIRINGS = 16
+"""At most this many pairing requests wait for the operator at once; one more is answered 429 at once
+(issue 27: each waiting request holds a connection and a handler for up to ``--pairing-timeout``)."""
+
+
+class PairingFull(Exception):
+    """:meth:`Pairing.open` refused a request: :data:`MAX_PENDING_PAIRINGS` already wait, or the host is
+    shutting down (``closing``)."""
+
+    def __init__(self, closing: bool) -> None:
+        super().__init__("the host is shutting down" if closing else "too many pairing requests wait")
+        self.closing = closing
+
+
 class Pairing:
-    """Pending pairing requests keyed by code. Runs on the host's event loop only."""
+    """Pending pairing requests keyed by code. Runs on the host's event loop only.
+
+    At most :data:`MAX_PENDING_PAIRINGS` wait at once (:class:`PairingFull`). :meth:`close` (the host
+    shutting down) answers every waiting request ``shutdown`` at once and refuses new ones, so no pairing
+    request holds the host's exit for its window (it took 118 s: issue 27)."""
 
     def __init__(self, *, auto_approve: bool, timeout_s: float = 120.0) -> None:
         self.auto_approve = auto_approve
         self.timeout_s = timeout_s
         self._pending: dict[str, PairingRequest] = {}
+        self._closed = False
 
     @staticmethod
     def _new_code() -> str:
@@ -405,7 +424,12 @@ class Pairing:
         return f"{raw[:4]}-{raw[4:]}" if len(raw) == 8 else raw
 
     def open(self, client: str) -> PairingRequest:
-        """Register a request; the caller prints its code and awaits :meth:`wait`."""
+        """Register a request; the caller prints its code and awaits :meth:`wait`. Raises
+        :class:`PairingFull` when :data:`MAX_PENDING_PAIRINGS` wait already or the host is closing."""
+        if self._closed:
+            raise PairingFull(closing=True)
+        if sum(1 for r in self._pending.values() if not r.future.done()) >= MAX_PENDING_PAIRINGS:
+            raise PairingFull(closing=False)
         loop = asyncio.get_running_loop()
         code = self._new_code()
         while code in self._pending:
@@ -432,6 +456,15 @@ class Pairing:
             return None
         req.future.set_result(decision)
         return req
+
+    def close(self) -> int:
+        """The host is shutting down: every waiting request is answered ``shutdown`` now, and later ones are
+        refused (:class:`PairingFull`). Returns how many were waiting."""
+        self._closed = True
+        waiting = [r for r in self._pending.values() if not r.future.done()]
+        for req in waiting:
+            req.future.set_result("shutdown")
+        return len(waiting)
 
     def pending(self) -> list[tuple[str, str]]:
         """``[(code, client)]`` of the requests still waiting."""

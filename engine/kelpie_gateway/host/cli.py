@@ -104,9 +104,11 @@ def _short_result(result: Any) -> Any:
 
 # ---------------------------------------------------------------------- call
 def cmd_call(args: argparse.Namespace) -> int:
+    from kelpie_gateway import JsonError, loads  # the engine's parser: a repeated name is refused
+
     try:
-        params = json.loads(args.params) if args.params else {}
-    except ValueError as exc:
+        params = loads(args.params) if args.params else {}
+    except JsonError as exc:
         print(f"error: --params is not JSON: {exc}", file=sys.stderr)
         return 2
     request = {"version": 1, "id": 1, "method": args.method, "params": params}
@@ -447,6 +449,8 @@ def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
         "extensions_exclude": _globs(args.extensions_exclude) or [],
         "tools": args.tools,
         "viewport": args.viewport,
+        "max_popups": args.max_popups,
+        "retirement_grace_ms": args.retirement_grace_ms,
         "files": FilesOptions(
             tuple(args.upload_dir),
             args.downloads_dir,
@@ -518,6 +522,21 @@ def _transport_options(args: argparse.Namespace) -> dict[str, Any]:
         "audit_max_bytes": args.audit_max_bytes,
         "connect": connect,
     }
+
+
+def _bounded(low: int, high: int) -> Any:
+    """An argparse type: an integer in ``low..high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not in {low}..{high}")
+        return value
+
+    return parse
 
 
 def _positive(text: str) -> float:
@@ -732,6 +751,21 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
         type=_viewport,
         metavar="WxH",
         help="browser viewport in CSS pixels (default 1280x800)",
+    )
+    cmd.add_argument(
+        "--max-popups",
+        type=_bounded(0, 1000),
+        default=20,
+        metavar="N",
+        help="popups of one tab open at once; later ones are closed as they open and counted "
+        "(tabs.list popupsClosed) (default 20)",
+    )
+    cmd.add_argument(
+        "--retirement-grace-ms",
+        type=_bounded(0, 5000),
+        metavar="MS",
+        help="how long past its timeoutMs a cancelled call's page may run before the host stops its script "
+        "(0..5000; default 5000, the engine's)",
     )
     cmd.add_argument(
         "--upload-dir",

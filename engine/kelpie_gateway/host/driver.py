@@ -22,8 +22,10 @@ Liveness (CONTRACT.md §5 "Retirement is bounded", ARCHITECTURE.md host rules 1.
 * A cancelled dispatch whose reply is still out is *watched*: the late reply is advanced (and retires);
   meanwhile the driver polls ``next(T)`` and, once the gateway flags it ``overdue`` (``timeoutMs`` +
   the config's ``retirementGraceMs``), stops the page's script (CDP ``Runtime.terminateExecution``),
-  and if the reply still does not come within :data:`STOP_PATIENCE_S`, closes that tab's target; then
-  reports ``{"transaction","retire":"renderer-closed"}``. A crash or browser exit retires it at once.
+  and if the reply still does not come within :data:`STOP_PATIENCE_S`, ends what holds it without closing
+  the tab (``Renderer.end_stuck``: the page ended and the tab kept crashed, or the tab kept as it is — an
+  attached browser's, or one whose browser does not answer); then reports
+  ``{"transaction","retire":"renderer-closed"}``. A crash or browser exit retires it at once.
 * A response the HTTP layer could not deliver is reported with :meth:`Driver.undelivered` (the gateway
   then requires a reconcile of the mutated tab).
 * While ``kelpie-gateway mcp`` is still starting the browser, a call that needs it is admitted (its
@@ -54,7 +56,7 @@ from typing import Any, Protocol
 
 from kelpie_gateway import jsonrpc_error
 from kelpie_gateway.host.audit import AuditLog
-from kelpie_gateway.host.renderer import Renderer, fail
+from kelpie_gateway.host.renderer import LOGGED_TAB_ID, Renderer, fail
 
 JsonObject = dict[str, Any]
 FIRST = asyncio.FIRST_COMPLETED
@@ -63,7 +65,7 @@ DEFAULT_TIMEOUT_MS = 10_000
 WATCH_INTERVAL_S = 0.2
 """How often a cancelled dispatch awaiting retirement is checked for ``overdue`` through ``next``."""
 STOP_PATIENCE_S = 1.0
-"""After ``Runtime.terminateExecution``, how long the late reply may take before the target is closed."""
+"""After ``Runtime.terminateExecution``, how long the late reply may take before the stuck page is ended."""
 
 
 class GatewayLike(Protocol):
@@ -554,8 +556,8 @@ class Driver:
         if await self.renderer.stop_script(tab):
             await asyncio.wait({call}, timeout=STOP_PATIENCE_S)
         if not call.done():
-            self.log(f"tab {tab or '-'} did not stop: closing its target")
-            await self.renderer.close_target(tab)
+            self.log(f"tab {tab or '-'} did not stop: ending what holds it (the tab is kept)")
+            await self.renderer.end_stuck(tab)
         if transaction in self._retiring:
             self._retire_closed(transaction, "the host ended the stuck work")
 
@@ -585,7 +587,8 @@ class Driver:
             ms = (time.monotonic() - started) * 1000
         lane = audit.get("lane")
         extra = f" lane={lane}" if lane and lane != "direct" else ""
-        self.log(f"tx {_printable(method)} tab={_printable(tab or '-')} {outcome} {ms:.0f}ms{extra}")
+        shown = "-" if tab is None else tab if isinstance(tab, str) and LOGGED_TAB_ID.match(tab) else "?"
+        self.log(f"tx {_printable(method)} tab={shown} {outcome} {ms:.0f}ms{extra}")
 
 
 def _needs_browser(step: Mapping[str, Any]) -> bool:

@@ -58,11 +58,6 @@ PARTS: tuple[type[Part], ...] = (
     Capture,  # screenshot, pdf
 )
 
-RETIREMENT_GRACE_MS = 2_000
-"""The host's ``retirementGraceMs``: a cancelled dispatch is overdue ``timeoutMs`` + 2 s after it began;
-the driver then stops it (terminateExecution, then closing the target after 1 s), so no page holds a lane
-longer than ``timeoutMs`` + 5 s (ARCHITECTURE.md, host rules 1.1)."""
-
 
 def extension_descriptors(upload_dirs: Sequence[str] = ()) -> list[JsonObject]:
     """Every part's extension descriptors, in :data:`PARTS` order; ``upload_file``'s description names the
@@ -85,13 +80,18 @@ def gateway_config(
     include: list[str] | None = None,
     exclude: list[str] | None = None,
     upload_dirs: Sequence[str] = (),
+    retirement_grace_ms: int | None = None,
 ) -> JsonObject:
     """The gateway config the reference host creates (CONTRACT.md §2): with a browser, every native
     endpoint and every part's extension; without one (``--browser none``), none. ``read_only`` sets
     ``allowActions:false`` (``--read-only``), ``observer`` sets ``observer:true`` (``--observer``: a read-only
     session of one-shot reads without refs, CONTRACT.md §9 v1.2); ``include``/``exclude``
     (``--extensions-include`` / ``--extensions-exclude`` globs) become the ``extensionFilter``;
-    ``upload_dirs``: the resolved ``--upload-dir`` folders, named in ``upload_file``'s description."""
+    ``upload_dirs``: the resolved ``--upload-dir`` folders, named in ``upload_file``'s description.
+    ``retirement_grace_ms`` (``--retirement-grace-ms``) sets ``retirementGraceMs``; None leaves the engine's
+    own grace, 5000 ms, the one number the contract, the engine and this host use (issue 27: the host used
+    2 s, so a page's 3 s handler under a 500 ms ``timeoutMs`` was stopped mid-run and its effect never
+    landed)."""
     config: JsonObject
     if browser:
         extensions = extension_descriptors(upload_dirs)
@@ -104,12 +104,13 @@ def gateway_config(
             "requireAuthorization": True,
             "realm": "isolated",
             "extensions": extensions,
-            "retirementGraceMs": RETIREMENT_GRACE_MS,
         }
     else:
         config = {"nativeMethods": [], "browserAvailable": False, "fixedReader": False, "realm": "isolated"}
     if read_only or observer:
         config["allowActions"] = False
+    if retirement_grace_ms is not None:
+        config["retirementGraceMs"] = retirement_grace_ms
     if observer:
         config["observer"] = True
     if include is not None or exclude:

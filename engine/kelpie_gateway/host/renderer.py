@@ -16,6 +16,7 @@ the host").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -23,6 +24,26 @@ JsonObject = dict[str, Any]
 Endpoint = Callable[[Mapping[str, Any]], Awaitable[JsonObject]]
 """A native endpoint's handler: params in, a native result out (it may raise; ``call`` turns exceptions
 into ``RENDERER_FAILED`` results and :class:`Refused` into its result)."""
+
+
+HOST_TAB_ID = re.compile(r"t[1-9][0-9]{0,8}\Z")
+"""The reference host's tab ids: ``t1``, ``t2`` … (never reused)."""
+LOGGED_TAB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,23}\Z")
+"""A tab id the ``tx`` log line shows as it is: the shape the engine quotes a tab id in (any renderer's ids,
+``t1`` or a test renderer's ``A``; at most 24 characters, so never a bearer token); anything else is ``?``."""
+
+
+def shown_tab(value: object) -> str:
+    """A tab id a client sent, as a message or log line shows it: quoted when it has the host's tab-id
+    shape, else only described (``a 43-character string that is not a tab id``): a bearer token sent as a
+    ``tabId`` is never echoed back or logged (issue 27)."""
+    if isinstance(value, str):
+        return (
+            repr(value)
+            if HOST_TAB_ID.match(value)
+            else f"a {len(value)}-character string that is not a tab id"
+        )
+    return f"a {type(value).__name__} that is not a tab id"
 
 
 def fail(code: str, message: str, **extra: Any) -> JsonObject:
@@ -72,7 +93,10 @@ class Renderer(Protocol):
 
     async def stop_script(self, tab_id: str | None) -> bool: ...
 
-    async def close_target(self, tab_id: str | None) -> bool: ...
+    async def end_stuck(self, tab_id: str | None) -> bool:
+        """The tab's script did not stop: end what holds it without closing the tab (the agent never loses
+        a tab it did not close); True when something was ended."""
+        ...
 
     def listen(self, events: RendererEvents) -> None:
         """Report every later event to ``events`` (one sink; a later ``listen`` replaces it)."""
@@ -105,7 +129,7 @@ class NoRenderer:
     async def stop_script(self, tab_id: str | None) -> bool:
         return False
 
-    async def close_target(self, tab_id: str | None) -> bool:
+    async def end_stuck(self, tab_id: str | None) -> bool:
         return False
 
     def listen(self, events: RendererEvents) -> None:

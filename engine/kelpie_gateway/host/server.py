@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import json
 import os
 import socket
 import sys
@@ -61,8 +60,15 @@ from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 from aiohttp.web_server import Server
 
-from kelpie_gateway import jsonrpc_error, mcp_http_refusal
-from kelpie_gateway.host.auth import Pairing, PairingRecord, RefusalLog, TokenStore
+from kelpie_gateway import JsonError, jsonrpc_error, loads, mcp_http_refusal
+from kelpie_gateway.host.auth import (
+    MAX_PENDING_PAIRINGS,
+    Pairing,
+    PairingFull,
+    PairingRecord,
+    RefusalLog,
+    TokenStore,
+)
 from kelpie_gateway.host.auth import state_dir as state_dir  # re-exported: it moved to auth (a light import)
 from kelpie_gateway.host.contexts import Client, DriverSource, Lease
 from kelpie_gateway.host.driver import Caller
@@ -209,6 +215,11 @@ _HANDLER = "aiohttp.web_protocol.RequestHandler"
 
 PEER_RESET_PROBE_S = 0.05
 """How long :func:`_peer_reset` waits for a reset after answering a client whose side was already closed."""
+
+
+async def _no_continue(_request: web.Request) -> web.StreamResponse | None:
+    """The ``Expect`` handler of routes that always refuse (``GET``/``DELETE /mcp``: 405): never a ``100``."""
+    return None
 
 
 async def _peer_reset(request: web.Request) -> bool:
@@ -394,17 +405,19 @@ class HostServer:
         app.router.add_post("/v1/browser-control", self.canonical, expect_handler=self._expect)
         app.router.add_post("/v1/observe", self.observe, expect_handler=self._expect)
         app.router.add_post("/mcp", self.mcp, expect_handler=self._expect)
-        app.router.add_get("/mcp", self.mcp_get)
-        app.router.add_delete("/mcp", self.mcp_get)
+        app.router.add_get("/mcp", self.mcp_get, expect_handler=_no_continue)
+        app.router.add_delete("/mcp", self.mcp_get, expect_handler=_no_continue)
         app.router.add_post("/v1/pair", self.pair, expect_handler=self._expect)
-        app.router.add_delete("/v1/pair", self.unpair)
+        app.router.add_delete("/v1/pair", self.unpair, expect_handler=self._expect)
         return app
 
     async def _expect(self, request: web.Request) -> web.StreamResponse | None:
         """``Expect: 100-continue`` (RFC 9110 §10.1.1): the interim ``100 Continue`` goes only to a request
         that the checks before the body admit (Host, bearer, Origin, Content-Type, a ``Content-Length``
         within the cap). Any other request gets no 100; its route then answers the refusal at once, so the
-        client need not upload a body that would be refused. Other expectations: 417."""
+        client need not upload a body that would be refused. Other expectations: 417. Every route has this
+        check (issue 27: ``DELETE /v1/pair`` had aiohttp's default, a 100 for any request, an empty Host's
+        included); ``GET``/``DELETE /mcp`` (always 405) get no 100 (:func:`_no_continue`)."""
         if request.version != HttpVersion11:
             return None
         if request.headers.get("Expect", "").lower() != "100-continue":
@@ -412,8 +425,10 @@ class HostServer:
                 417, {"error": {"code": "INVALID_REQUEST", "message": "only 100-continue is supported"}}
             )
         try:
-            self._admit(request, _pair_refusal, bearer=request.path != "/v1/pair")
-            self._check_type(request, _pair_refusal)
+            pairing = request.path == "/v1/pair" and request.method == "POST"
+            self._admit(request, _pair_refusal, bearer=not pairing)
+            if request.method == "POST":
+                self._check_type(request, _pair_refusal)
         except _Refused:
             return None
         length = request.content_length
@@ -554,8 +569,8 @@ class HostServer:
         try:
             token, body = await self._envelope_body(request)
             try:
-                params = json.loads(body) if body.strip() else {}
-            except ValueError as exc:
+                params = loads(body) if body.strip() else {}  # a repeated member name is refused too
+            except JsonError as exc:
                 raise _Refused(
                     _json(400, err("INVALID_JSON", f"the body is not JSON: {exc}"[:300]))
                 ) from None
@@ -629,7 +644,8 @@ class HostServer:
 
     # ------------------------------------------------------------------ pairing
     async def pair(self, request: web.Request) -> web.StreamResponse:
-        """``POST /v1/pair`` ``{"client": name}`` -> 200 ``{"token", "client"}`` / 403 / 408."""
+        """``POST /v1/pair`` ``{"client": name}`` -> 200 ``{"token", "client"}`` / 403 / 408; 429 while
+        ``MAX_PENDING_PAIRINGS`` wait already, 503 once the host is shutting down."""
 
         err = _pair_refusal
 
@@ -639,9 +655,9 @@ class HostServer:
             body = await self._read(request, err("REQUEST_TOO_LARGE", "the request body is over 4 MiB"))
         except _Refused as refused:
             return await _refuse(request, refused)
-        try:
-            parsed = orjson.loads(body)
-        except orjson.JSONDecodeError:
+        try:  # the engine's parser: {"client": "a", "client": "b"} is refused, not read as "b"
+            parsed = loads(body)
+        except JsonError:
             return _json(400, err("INVALID_JSON", 'the body must be JSON: {"client": "<name>"}'))
         client = parsed.get("client") if isinstance(parsed, dict) else None
         if (
@@ -654,7 +670,22 @@ class HostServer:
             return _json(
                 400, err("INVALID_REQUEST", 'the body must be {"client": "<printable name, 1..100 chars>"}')
             )
-        pending = self.pairing.open(client)
+        try:
+            pending = self.pairing.open(client)
+        except PairingFull as full:
+            if full.closing:
+                return _json(503, err("CANCELLED", "the host is shutting down: pair again once it is back"))
+            self.log(
+                f"pairing request from client {client!r} refused: {MAX_PENDING_PAIRINGS} requests wait already"
+            )
+            return _json(
+                429,
+                err(
+                    "BUSY",
+                    f"{MAX_PENDING_PAIRINGS} pairing requests already wait for the operator; try again later",
+                ),
+                {"Retry-After": "10"},
+            )
         if self.pairing.auto_approve:
             self.log(
                 f"pairing request from client {client!r}: approved automatically (--approve-pairing auto)"
@@ -678,6 +709,9 @@ class HostServer:
         if decision == "denied":
             self.log(f"pairing denied for client {client!r}")
             return _json(403, err("NOT_AUTHORIZED", "the operator denied this pairing request"))
+        if decision == "shutdown":
+            self.log(f"pairing request from client {client!r} answered 503: the host is shutting down")
+            return _json(503, err("CANCELLED", "the host is shutting down: pair again once it is back"))
         self.log(f"pairing request from client {client!r} timed out")
         return _json(408, err("TIMEOUT", "the pairing request was not approved in time"))
 
@@ -713,9 +747,9 @@ def admin_app(pairing: Pairing, log: Callable[[str], None]) -> web.Application:
 
     async def decide(request: web.Request) -> web.StreamResponse:
         try:
-            body = json.loads(await request.read())
+            body = loads(await request.read())
             code = str(body["code"])
-        except (ValueError, KeyError, TypeError):
+        except (JsonError, KeyError, TypeError):
             return _json(400, {"error": 'body must be {"code": "..."}'})
         decision = "approved" if request.match_info["decision"] == "approve" else "denied"
         found = pairing.decide(code, decision)  # type: ignore[arg-type]

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kelpie_gateway import JsonError, loads
+
 JsonObject = dict[str, Any]
 
 HOST_FACTS = ("browserAvailable", "fixedReader", "realm", "extensions")
@@ -49,9 +51,9 @@ def load_config_file(path: Path) -> JsonObject:
         raise ConfigFileError(f"--config {path}: cannot read it: {exc.strerror or exc}") from None
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigFileError(f"--config {path}: over {MAX_CONFIG_BYTES} bytes")
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
+    try:  # the engine's parser: a name repeated in the file is refused, not read last-wins
+        data = loads(raw, cap=MAX_CONFIG_BYTES)
+    except JsonError as exc:
         raise ConfigFileError(f"--config {path}: not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigFileError(f"--config {path}: must be a JSON object (the gateway config, CONTRACT.md §2)")

@@ -61,7 +61,7 @@ import aiohttp
 import orjson
 from yarl import URL
 
-from kelpie_gateway import VERSION, jsonrpc_error
+from kelpie_gateway import VERSION, DuplicateMember, JsonError, jsonrpc_error, loads
 from kelpie_gateway.host.contexts import Client, DriverSource, SharedDrivers
 from kelpie_gateway.host.driver import Abandon, Caller, Driver
 from kelpie_gateway.host.remote import backoff_delay as backoff_delay  # the host's one backoff
@@ -477,9 +477,12 @@ class Tunnel:
             if size > MAX_METHOD_FRAME and not self._waiting:
                 await self._violation(ws, CLOSE_TOO_BIG, f"a {size}-byte frame while no response was due")
                 return
-            try:
-                message = orjson.loads(text)
-            except orjson.JSONDecodeError:
+            try:  # the engine's parser: a frame repeating a member name is refused, not read last-wins
+                message = loads(text, cap=MAX_RESPONSE_FRAME)
+            except DuplicateMember as exc:
+                self._spawn(self._send_quietly(jsonrpc_error(None, -32600, str(exc), "INVALID_JSON"), ws))
+                continue
+            except JsonError:
                 self._spawn(self._send_quietly(jsonrpc_error(None, -32700, "parse error"), ws))
                 continue
             if not isinstance(message, dict):

@@ -43,7 +43,7 @@ function selectorFor(el) {
 
 async function main(P) {
   return frozen(() => { // no page code runs in a read (core.js `frozen`)
-    const rec = readRecord(null, P.maxChars);
+    const rec = readRecord(null, P.maxChars, { lazyShown: true });
     const page = pageOf(rec, 0, 0, P.maxChars, P.maxElements);
     const flags = { truncated: page.truncated };
     const elements = page.picked.map((info) => {

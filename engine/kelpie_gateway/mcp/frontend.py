@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..errors import JsonObject, failure, success
+from ..errors import NAME_SHAPE, JsonObject, failure, shown, success
 from ..gateway import GatewayCore, Render
 from .protocol import (
     CACHE_SCOPE,
@@ -91,7 +91,11 @@ def _translate(gw: GatewayCore, message: Any) -> JsonObject:
             return gw.complete_now(success(None, {}), _no_response, "jsonrpc/response")
         for key in msg:
             if key not in MESSAGE_KEYS:
-                raise RpcError(INVALID_REQUEST, f"unknown member {key[:100]!r}", "INVALID_REQUEST")
+                raise RpcError(
+                    INVALID_REQUEST,
+                    f"unknown member {shown(key, 'a member name', NAME_SHAPE)}",
+                    "INVALID_REQUEST",
+                )
         if not isinstance(msg.get("method"), str):
             raise RpcError(INVALID_REQUEST, "method must be a string", "INVALID_REQUEST")
         method = msg["method"]
@@ -120,6 +124,11 @@ def _translate(gw: GatewayCore, message: Any) -> JsonObject:
         return with_http_status(step) if modern else step
 
 
+def _method(method: str) -> str:
+    """A client's JSON-RPC method name as a message shows it (quoted only when it looks like a name)."""
+    return shown(method, "a method name", NAME_SHAPE)
+
+
 def _no_response(_envelope: JsonObject) -> None:
     return None
 
@@ -137,7 +146,7 @@ def _request(gw: GatewayCore, rid: Any, method: str, params: JsonObject) -> Json
     elif method in RESOURCE_METHODS:
         return resources_request(gw, rid, method, params, _same, stateless=False)
     else:
-        raise RpcError(METHOD_NOT_FOUND, f"method not found: {method[:100]!r}", "UNSUPPORTED_METHOD")
+        raise RpcError(METHOD_NOT_FOUND, f"method not found: {_method(method)}", "UNSUPPORTED_METHOD")
     response = rpc_result(rid, result)
     return gw.complete_now(success(rid, result), lambda _e: response, method)
 
@@ -164,7 +173,7 @@ def _stateless_request(gw: GatewayCore, rid: Any, method: str, params: JsonObjec
             "UNSUPPORTED_METHOD",
         )
     else:
-        raise RpcError(METHOD_NOT_FOUND, f"method not found: {method[:100]!r}", "UNSUPPORTED_METHOD")
+        raise RpcError(METHOD_NOT_FOUND, f"method not found: {_method(method)}", "UNSUPPORTED_METHOD")
     response = stamp(rpc_result(rid, result))
     return gw.complete_now(success(rid, result), lambda _e: response, method)
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from .. import jsonio
-from ..errors import JsonObject
+from ..errors import NAME_SHAPE, VERSION_SHAPE, JsonObject, shown
 from .protocol import (
     HEADER_MISMATCH,
     HTTP_STATUS,
@@ -100,16 +100,16 @@ def http_refusal(body: str | bytes, headers: Iterable[tuple[str, str]]) -> JsonO
         return _http_refusal(
             rid,
             HEADER_MISMATCH,
-            f"the MCP-Protocol-Version header ({'missing' if version is None else repr(version[:40])}) "
-            f"does not match params._meta's protocol version {wanted[:40]!r}",
+            f"the MCP-Protocol-Version header ({'missing' if version is None else shown(version, 'a revision', VERSION_SHAPE)}) "
+            f"does not match params._meta's protocol version {shown(wanted, 'a revision', VERSION_SHAPE)}",
         )
     if seen.get("mcp-method") != method:
         got = seen.get("mcp-method")
         return _http_refusal(
             rid,
             HEADER_MISMATCH,
-            f"the Mcp-Method header ({'missing' if got is None else repr(got[:100])}) does not match "
-            f"the method {method[:100]!r}",
+            f"the Mcp-Method header ({'missing' if got is None else shown(got, 'a method name', NAME_SHAPE)}) "
+            f"does not match the method {shown(method, 'a method name', NAME_SHAPE)}",
         )
     member = NAME_BEARING.get(method)
     bearing = params.get(member) if member is not None else None
@@ -120,7 +120,12 @@ def http_refusal(body: str | bytes, headers: Iterable[tuple[str, str]]) -> JsonO
                 rid,
                 HEADER_MISMATCH,
                 f"the Mcp-Name header ({'missing' if raw is None else 'different'}) does not match "
-                f"params.{member} {bearing[:100]!r}",
+                f"params.{member} "
+                + (
+                    shown(bearing, "a tool name", NAME_SHAPE)
+                    if member == "name"
+                    else f"(a {len(bearing)}-character URI, not quoted)"
+                ),
             )
     if wanted not in MODERN_PROTOCOL_VERSIONS:
         return _refusal_of(rid, unsupported_version(wanted))

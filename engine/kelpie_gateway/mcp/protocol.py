@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .. import jsonio
-from ..errors import JsonObject
+from ..errors import VERSION_SHAPE, JsonObject, shown
 from ..version import __version__
 
 PROTOCOL_VERSIONS: Final = ("2025-03-26", "2025-06-18", "2025-11-25")
@@ -107,10 +107,15 @@ def is_id(value: Any) -> bool:
     return True
 
 
-def parse_message(message: Any) -> Any:
+def parse_message(message: Any, *, unique: bool = True) -> Any:
+    """A JSON-RPC message as parsed JSON: text parsed under the 4 MiB cap (a repeated member name is
+    ``-32600``: the text parses, the message is not an acceptable request; issue 27), a Python value
+    copied through its JSON text (a dict cannot repeat a name: not checked again). Raises RpcError."""
     if isinstance(message, str | bytes | bytearray | memoryview):
         try:
-            return jsonio.loads(message)
+            return jsonio.loads(message, unique=unique)
+        except jsonio.DuplicateMember as exc:
+            raise RpcError(INVALID_REQUEST, str(exc), "INVALID_JSON") from None
         except jsonio.JsonError as exc:
             if exc.code == "REQUEST_TOO_LARGE":
                 raise RpcError(INVALID_REQUEST, str(exc), "REQUEST_TOO_LARGE") from None
@@ -120,7 +125,7 @@ def parse_message(message: Any) -> Any:
             text = jsonio.dumps(dict(message) if isinstance(message, Mapping) else list(message))
         except (TypeError, ValueError) as exc:
             raise RpcError(INVALID_REQUEST, f"not JSON data: {exc}", "INVALID_REQUEST") from None
-        return parse_message(text)
+        return parse_message(text, unique=False)
     raise RpcError(INVALID_REQUEST, "a JSON-RPC message is a JSON object", "INVALID_REQUEST")
 
 
@@ -171,6 +176,7 @@ def envelope_version(params: JsonObject) -> str:
 
 def unsupported_version(requested: str) -> RpcError:
     handshake = requested in PROTOCOL_VERSIONS
+    named = shown(requested, "a protocol revision", VERSION_SHAPE)
     hint = (
         f"{requested} is a handshake revision: send initialize without the per-request _meta envelope"
         if handshake
@@ -178,9 +184,10 @@ def unsupported_version(requested: str) -> RpcError:
     )
     return RpcError(
         UNSUPPORTED_PROTOCOL_VERSION,
-        f"unsupported protocol version {requested[:40]!r}; {hint}",
+        f"unsupported protocol version {named}; {hint}",
         "INVALID_REQUEST",
-        {"supported": list(SUPPORTED_VERSIONS), "requested": requested},
+        # the revision asked for, when it looks like one (a client string is echoed only in its shape)
+        {"supported": list(SUPPORTED_VERSIONS), "requested": requested if named[0] == "'" else named},
     )
 
 

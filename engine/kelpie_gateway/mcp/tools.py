@@ -221,11 +221,11 @@ def instructions(gw: GatewayCore) -> str:
         )
     elif "tab.snapshot" in methods:
         parts.append(
-            "Observe a tab with tab.snapshot: it returns page text and elements with refs (like s3e7). "
-            "A ref works only on its own tab until the next snapshot, navigation or action there; "
-            "when one is refused, snapshot again. Elements carry states "
-            "(disabled, checked, offscreen, …); a select's options are elements to click. "
-            "When the result has next, pass it as params.cursor for the rest."
+            "tab.snapshot gives page text and elements with refs (like s3e7) and states "
+            "(disabled, …); a ref works on its tab until the next snapshot, navigation or action (if refused, "
+            "snapshot again); a select's options are elements. Pass next as params.cursor for more. "
+            'Cheapest: find {role?, name?, text?} or include:"controls"; after an action, since:<snapshot '
+            "id> gives only the changes."
         )
     if gw.config.targeting == "direct" and "tabs.list" in methods and gw.config.pinned_tab is None:
         parts.append("Tab methods need params.tabId (from tabs.list or tabs.open).")

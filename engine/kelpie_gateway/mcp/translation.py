@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from .. import jsonio
 from ..config import NAME_PATTERN, Extension
-from ..errors import JsonObject, failure, success
+from ..errors import NAME_SHAPE, JsonObject, failure, shown, success
 from ..gateway import GatewayCore, Render
 from ..schema import MAX_EXTENSION_TOOL_NAMES, METHODS
 from .protocol import INVALID_PARAMS, RpcError, rpc_error, rpc_result
@@ -68,7 +68,7 @@ def tools_call(
         raise RpcError(INVALID_PARAMS, "tools/call needs params.name (a string)", "INVALID_PARAMS")
     arguments = params.get("arguments", {})
     if not isinstance(arguments, dict):
-        raise RpcError(INVALID_PARAMS, f"{name[:64]}: arguments must be an object", "INVALID_PARAMS")
+        raise RpcError(INVALID_PARAMS, f"{_tool(name)}: arguments must be an object", "INVALID_PARAMS")
     if name == TOOL_BROWSER:
         _only(name, arguments, required=("method",), optional=("params",))
         if not isinstance(arguments["method"], str):
@@ -120,10 +120,19 @@ def tools_call(
     return _direct_call(gw, rid, name, arguments, finish)
 
 
+def _tool(name: str) -> str:
+    """A client's tool or extension name as a message shows it (quoted only when it looks like a name)."""
+    return shown(name, "a tool name", NAME_SHAPE)
+
+
 def _only(tool: str, arguments: JsonObject, *, required: tuple[str, ...], optional: tuple[str, ...]) -> None:
     for key in arguments:
         if key not in required and key not in optional:
-            raise RpcError(INVALID_PARAMS, f"{tool}: unknown argument {key[:100]!r}", "INVALID_PARAMS")
+            raise RpcError(
+                INVALID_PARAMS,
+                f"{tool}: unknown argument {shown(key, 'an argument name', NAME_SHAPE)}",
+                "INVALID_PARAMS",
+            )
     for key in required:
         if key not in arguments:
             raise RpcError(INVALID_PARAMS, f"{tool}: argument {key!r} is required", "INVALID_PARAMS")
@@ -180,8 +189,9 @@ def _kind(ext: Extension | None) -> str | None:
 def unknown_tool(gw: GatewayCore, name: str) -> str:
     """The ``-32602`` message for a tool name nothing answers to, naming the tool to call instead (issue 34):
     a method name points at ``kelpie_browser_control``, anything else at ``kelpie_extensions`` (which lists
-    the admitted extension names). One line, the name quoted and cut to 100 characters."""
-    quoted = repr(name[:100])
+    the admitted extension names). One line, the name quoted only in a tool name's shape, else described
+    (issue 27: :func:`~kelpie_gateway.errors.shown`)."""
+    quoted = _tool(name)
     if name in METHODS:
         return (
             f"unknown tool {quoted}: a method is not a tool; call {TOOL_BROWSER} "
@@ -200,7 +210,7 @@ def _describe(gw: GatewayCore, name: str) -> JsonObject:
             "name": name,
             "error": {
                 "code": "EXTENSION_NOT_ADMITTED",
-                "message": f"no admitted extension named {name[:100]!r}",
+                "message": f"no admitted extension named {_tool(name)}",
             },
         }
     return {

@@ -23,7 +23,7 @@ browser's exit. Faults (CONTRACT.md §5 v1.1, docs/host.md "Liveness"): a crashe
 endpoint with nothing run until ``navigate`` revives it or ``close-tab`` closes it; a browser that exited
 is relaunched (or reattached) and :meth:`ChromiumRenderer.available` lets the next call wait for it;
 :meth:`~ChromiumRenderer.stop_script` (CDP ``Runtime.terminateExecution``) and
-:meth:`~ChromiumRenderer.close_target` end a script that never yields.
+:meth:`~ChromiumRenderer.end_stuck` (the page ended, the tab kept) end a script that never yields.
 """
 
 from __future__ import annotations
@@ -43,12 +43,14 @@ from kelpie_gateway.host.renderer import Endpoint, JsonObject, Refused, Renderer
 from .common import LaneOptions, Tab, short
 from .lifecycle import VIEWPORT, ContextOptions, Lifecycle
 from .link import BrowserLink, context_proxy
-from .pages import Pages
+from .pages import DEFAULT_MAX_POPUPS, Pages
 
 if TYPE_CHECKING:
     from kelpie_gateway.host.files import Files
 
 _MARK = "_kelpie_endpoint"
+BROWSER_PATIENCE_S = 1.5
+"""How long the browser process may take to answer before a stuck tab is taken for a stalled browser."""
 H = TypeVar("H", bound=Callable[..., Awaitable[JsonObject]])
 
 
@@ -144,7 +146,8 @@ class ChromiumRenderer:
     (with a ``link``, the link and ``context_options`` carry it: ``lifecycle.py``); ``policy``: that policy
     (the parts that report what it stopped, or route requests through it, read it).
     ``dialog_timeout_s``: how long a dialog nobody answers stays open (the dialogs part). ``lane``: the
-    operator's read-only lane options (the network read's URLs and bodies)."""
+    operator's read-only lane options (the network read's URLs and bodies).
+    ``max_popups``: how many of one tab's popups may be open at once (``--max-popups``; ``Pages``)."""
 
     def __init__(
         self,
@@ -163,6 +166,7 @@ class ChromiumRenderer:
         cdp_endpoint: str | None = None,
         context_options: ContextOptions | None = None,
         tab_ids: Iterator[int] | None = None,
+        max_popups: int = DEFAULT_MAX_POPUPS,
         lane: LaneOptions | None = None,
         direct_cdp: bool = False,
     ) -> None:
@@ -191,7 +195,7 @@ class ChromiumRenderer:
             playwright={"proxy": context_proxy(proxy)} if proxy and not user_data_dir else {},
         )
         self.lifecycle = Lifecycle(self, link, options=options, own_link=own_link)
-        self.pages = Pages(self, tab_ids)
+        self.pages = Pages(self, tab_ids, max_popups=max_popups)
         self._background: set[asyncio.Future[Any]] = set()
         self._handlers: dict[str, Endpoint] = {}
         self.parts: tuple[Part, ...] = tuple(kind(self) for kind in parts)
@@ -343,9 +347,41 @@ class ChromiumRenderer:
         """CDP ``Runtime.terminateExecution`` on ``tab_id``'s target; False when there is no such live tab."""
         return await self.pages.stop_script(tab_id)
 
-    async def close_target(self, tab_id: str | None) -> bool:
-        """Close ``tab_id``'s page without unload handlers (its renderer goes with it)."""
-        return await self.pages.close_target(tab_id)
+    async def end_stuck(self, tab_id: str | None) -> bool:
+        """The script in ``tab_id`` did not stop: end its page **and keep the tab** (``Pages.end_page``:
+        crashed, ``tab.navigate`` recovers it) — unless the page is not the host's to end or ending it
+        would not help, when the tab is kept as it is: an attached browser's tab is the user's own
+        (``--cdp-endpoint``), and a browser that does not answer either (a browser process stopped or
+        stalled: a close would only be queued, and the page comes back when the browser does) is left to
+        recover. Returns whether the page was ended (docs/host.md "Liveness"; issue 27)."""
+        tab = self.pages.get(tab_id)
+        if tab is None or tab.crashed:
+            return False
+        if self.lifecycle.link.attached:
+            self.log(
+                f"tab {tab.tab_id} is kept as it is: its script did not stop, and an attached browser's tab "
+                "is the user's own (the lane is free; a call on that tab waits behind the script)"
+            )
+            return False
+        if not await self._browser_answers():
+            self.log(
+                f"tab {tab.tab_id} is kept as it is: its script did not stop and the browser itself does not "
+                "answer (stalled); the tab works again when the browser does"
+            )
+            return False
+        return self.pages.end_page(tab.tab_id)
+
+    async def _browser_answers(self) -> bool:
+        """Whether the browser process answers within :data:`BROWSER_PATIENCE_S` (a cookie read: the browser
+        process's own work, no renderer involved)."""
+        context = self.context
+        if context is None:
+            return False
+        try:
+            await asyncio.wait_for(context.cookies("http://127.0.0.1/"), BROWSER_PATIENCE_S)
+        except Exception:
+            return False
+        return True
 
     async def close(self) -> None:
         """Close this renderer's browser context (and its own browser, when it has one: the browser this

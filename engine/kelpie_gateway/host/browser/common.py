@@ -34,6 +34,12 @@ class Tab:
     generation: int = 0
     title: str = ""
     crashed: bool = False
+    popups_closed: int = 0
+    """Popups this tab opened past the host's ``--max-popups``, closed as they opened (``get-tabs``
+    reports it as ``popupsClosed``)."""
+    ended: bool = False
+    """``crashed`` because the host ended the tab's page (its script did not stop; docs/host.md "Liveness"),
+    not because its renderer died: the tab stays, and ``tab.navigate`` gives it a fresh page."""
     frame_crashed: bool = False
     """An out-of-process frame's renderer crashed: Playwright then treats the whole page as crashed (no
     ``goto``, no ``evaluate``) while its main frame runs on, read and acted on over CDP; the next
@@ -129,8 +135,8 @@ def deadline(params: Mapping[str, Any]) -> float:
 
 def playwright_timeout(params: Mapping[str, Any]) -> float:
     """Playwright's own timeout: a little past the gateway deadline, so the host's deadline fires first and
-    the late reply still arrives (and retires) well within the retirement grace
-    (``kelpie_gateway.host.parts.RETIREMENT_GRACE_MS``)."""
+    the late reply still arrives (and retires) well within the retirement grace (the gateway's
+    ``retirementGraceMs``, 5000 ms unless ``--retirement-grace-ms`` says otherwise)."""
     return float(timeout_ms(params) + 1_000)
 
 

@@ -7,7 +7,7 @@ docs/host.md "Native endpoints", "Navigate: load, then the first layout").
 | ``switch-tab`` | ``page.bring_to_front()``; the tab becomes the selected one |
 | ``new-tab`` | a new page (selected), then ``goto(url, wait_until="load")`` and the first layout |
 | ``close-tab`` | ``page.close()`` |
-| ``navigate`` | ``goto(url, wait_until="load")`` (a crashed tab first gets a fresh page), then the first layout |
+| ``navigate`` | ``goto(url, wait_until="load")`` (a crashed tab first gets a fresh page), then the first layout; a navigation that ends in a download answers at once with ``download`` (the downloads part's object) |
 | ``screenshot`` | viewport PNG; ``width``/``height`` read from the PNG header |
 
 ``browser-control-evaluate`` is the isolated world's (``world.py``). A call naming no tab acts on the
@@ -22,7 +22,7 @@ import base64
 import contextlib
 import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from playwright.async_api import Error as PlaywrightError
 
@@ -41,6 +41,19 @@ whichever call comes next (docs/host.md "Navigate: load, then the first layout")
 FIRST_LAYOUT_MARGIN_S = 0.5
 """How much of a navigation's ``timeoutMs`` the first-layout wait leaves unused, so that a document busy
 after ``load`` still gets its navigation answered (as loaded) before the gateway's deadline."""
+DOWNLOAD_EVENT_PATIENCE_S = 1.0
+"""After ``goto`` failed, how long its ``download`` event may take to arrive (Playwright rejects ``goto`` with
+"Download is starting" and tells the page's ``download`` event separately)."""
+DOWNLOAD_BEGUN: Final = {"state": "in-progress"}
+"""What ``navigate`` answers as ``download`` when the navigation ended in a download: the downloads part
+(``extensions/downloads.py``) replaces it with that download's own object (``{id, name, state, bytes?,
+sha256?, mimeType, resource, url, tabId}``); only a renderer without that part answers it as it is."""
+
+
+def _swallow(future: asyncio.Future[Any]) -> None:
+    """Retrieve an abandoned call's outcome (its error is expected and nobody waits for it)."""
+    if not future.cancelled():
+        future.exception()
 
 
 class TabEndpoints(Part):
@@ -49,8 +62,11 @@ class TabEndpoints(Part):
     @endpoint("get-tabs")
     async def get_tabs(self, params: Mapping[str, Any]) -> JsonObject:
         tabs = []
-        for tab in self.renderer.pages:
-            title = await self._title(tab)
+        listed = list(self.renderer.pages)
+        # At once, not one after the other: each title read waits (at most 2 s) for a renderer that may be
+        # busy (a page opening windows: 21 tabs read in turn could take 42 s, past tabs.list's deadline).
+        titles = await asyncio.gather(*(self._title(tab) for tab in listed))
+        for tab, title in zip(listed, titles, strict=True):
             tabs.append(
                 {
                     "tabId": tab.tab_id,
@@ -59,6 +75,7 @@ class TabEndpoints(Part):
                     "title": title,
                     "active": tab.tab_id == self.renderer.pages.selected,
                     "crashed": tab.crashed,
+                    **({"popupsClosed": tab.popups_closed} if tab.popups_closed else {}),
                 }
             )
         return {"success": True, "tabs": tabs}
@@ -89,10 +106,14 @@ class TabEndpoints(Part):
         pages.selected = tab.tab_id
         await pages.ready(tab)
         url = params.get("url")
-        if isinstance(url, str) and url and url != "about:blank":
-            await page.goto(url, wait_until="load", timeout=playwright_timeout(params))
-            await self._first_layout(tab, until)
-        return {"success": True, "tabId": tab.tab_id, "generation": tab.generation}
+        opened = isinstance(url, str) and url and url != "about:blank"
+        answer: JsonObject = {"success": True, "tabId": tab.tab_id, "generation": tab.generation}
+        if opened:
+            if await self._goto_or_download(tab, str(url), params):  # a download: the tab stays blank
+                answer["download"] = dict(DOWNLOAD_BEGUN)
+            else:
+                await self._first_layout(tab, until)
+        return answer
 
     @endpoint("close-tab")
     async def close_tab(self, params: Mapping[str, Any]) -> JsonObject:
@@ -122,9 +143,49 @@ class TabEndpoints(Part):
                     "tab.navigate tries again, tabs.close closes it",
                     mayHaveCompleted=False,
                 )
-        await tab.page.goto(url, wait_until="load", timeout=playwright_timeout(params))
+        if await self._goto_or_download(tab, url, params):
+            return {
+                "success": True,
+                "tabId": tab.tab_id,
+                "generation": tab.generation,
+                "url": tab.page.url,
+                "download": dict(DOWNLOAD_BEGUN),  # the downloads part puts its record here
+            }
         await self._first_layout(tab, until)
         return {"success": True, "tabId": tab.tab_id, "generation": tab.generation, "url": tab.page.url}
+
+    async def _goto_or_download(self, tab: Tab, url: str, params: Mapping[str, Any]) -> bool:
+        """``goto(url, wait_until="load")``, answered early when the tab starts a download first (the URL
+        is itself one, or the page starts one while it loads): True then. Issue 27: Playwright's ``goto``
+        failed with "Download is starting" for the first and waited out its whole timeout for the second.
+        What becomes of the file is the downloads part's (issue 32); the goto still running is abandoned
+        (its answer is dropped). Playwright errors other than the download's propagate as before."""
+        loop = asyncio.get_running_loop()
+        started: asyncio.Future[None] = loop.create_future()
+
+        def on_download(_download: Any) -> None:
+            if not started.done():
+                started.set_result(None)
+
+        page = tab.page
+        page.on("download", on_download)
+        goto = asyncio.ensure_future(page.goto(url, wait_until="load", timeout=playwright_timeout(params)))
+        try:
+            first: set[asyncio.Future[Any]] = {goto, started}
+            await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
+            if not started.done() and goto.done() and goto.exception() is not None:
+                # "Download is starting": the download event may come a moment after goto's error.
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(started), DOWNLOAD_EVENT_PATIENCE_S)
+            if started.done():
+                if not goto.done():
+                    goto.cancel()
+                goto.add_done_callback(_swallow)
+                return True
+            await goto
+            return False
+        finally:
+            page.remove_listener("download", on_download)
 
     async def _first_layout(self, tab: Tab, until: float) -> None:
         """After ``load``: wait until the document has had its first style and layout (:data:`FIRST_LAYOUT`),

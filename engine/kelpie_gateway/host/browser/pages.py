@@ -25,10 +25,12 @@ from typing import Any
 
 from playwright.async_api import Frame, Page
 
-from kelpie_gateway.host.renderer import PageNotMade, Refused, fail
+from kelpie_gateway.host.renderer import PageNotMade, Refused, fail, shown_tab
 
 from .common import Owner, Tab, quiet, short
 
+DEFAULT_MAX_POPUPS = 20
+"""``--max-popups``: how many of one tab's popups may be open at once; later ones are closed as they open."""
 BIRTH_PATIENCE_S = 4.0
 """How long one attempt to make a page may take (a healthy one takes well under a second, even on a loaded
 machine); two attempts fit in the default 10 s deadline of the call that needs the page."""
@@ -45,10 +47,16 @@ class Pages:
     ``ids``: where tab numbers come from — one counter per host, shared by every context's renderer, so a
     tab id is never reused and names one tab of one context (``--isolation per-client``: another client's
     tab id is ``TAB_NOT_FOUND`` here). ``unknown_hint``: said after ``no tab …`` for an id this renderer
-    never had (a fresh context says why the client's old tabs are gone)."""
+    never had (a fresh context says why the client's old tabs are gone).
+    ``max_popups``: ``--max-popups`` (:meth:`_adopt_born`)."""
 
-    def __init__(self, renderer: Owner, ids: Iterator[int] | None = None) -> None:
+    def __init__(
+        self, renderer: Owner, ids: Iterator[int] | None = None, *, max_popups: int = DEFAULT_MAX_POPUPS
+    ) -> None:
         self.renderer = renderer
+        self.max_popups = max_popups
+        self._popup_of: dict[int, Tab] = {}  # a new page (id) -> the tab whose page opened it
+        self._opener_of: dict[str, str] = {}  # an open popup's tab id -> its opener's tab id
         self._tabs: dict[str, Tab] = {}
         self._by_page: dict[int, Tab] = {}
         self._ids = ids if ids is not None else itertools.count(1)
@@ -60,6 +68,7 @@ class Pages:
         self._born: dict[int, Page] = {}
         self._born_dead: set[int] = set()
         self._birth_died: asyncio.Future[None] | None = None
+        self._let_go: set[int] = set()  # pages the host ended for tabs it keeps (end_page): not their events
 
     # ----------------------------------------------------------------- lookups
     def __iter__(self) -> Iterator[Tab]:
@@ -88,7 +97,7 @@ class Pages:
         tab = self._tabs.get(tab_id) if isinstance(tab_id, str) else None
         if tab is None:
             hint = self.unknown_hint if isinstance(tab_id, str) and tab_id not in self._issued else ""
-            raise Refused(fail("TAB_NOT_FOUND", f"no tab {tab_id!r}{hint}", mayHaveCompleted=False))
+            raise Refused(fail("TAB_NOT_FOUND", f"no tab {shown_tab(tab_id)}{hint}", mayHaveCompleted=False))
         return tab
 
     def live(self, tab_id: Any) -> Tab:
@@ -96,10 +105,15 @@ class Pages:
         observes the tab, so it settles ``RECONCILE_REQUIRED``: docs/contract-notes.md)."""
         tab = self.tab(tab_id)
         if tab.crashed:
+            what = (
+                f"the host ended the page of tab {tab.tab_id} (a script in it did not stop)"
+                if tab.ended
+                else f"the renderer of tab {tab.tab_id} crashed"
+            )
             raise Refused(
                 fail(
                     "RENDERER_FAILED",
-                    f"the renderer of tab {tab.tab_id} crashed; tab.navigate or tabs.close recovers it",
+                    f"{what}; tab.navigate recovers it in a fresh page, tabs.close closes it",
                     mayHaveCompleted=False,
                     crashed=True,
                 )
@@ -137,9 +151,16 @@ class Pages:
 
     def _listen(self, tab: Tab) -> None:
         page = tab.page
+        page.on(
+            "popup", lambda popup: self._popup_of.__setitem__(id(popup), tab) if tab.page is page else None
+        )
         page.on("framenavigated", lambda frame: self._on_navigated(tab, frame) if tab.page is page else None)
-        page.on("crash", lambda _page: self._on_crash(tab) if tab.page is page else None)
-        page.on("close", lambda _page: self.on_close(tab) if tab.page is page else None)
+        page.on("crash", lambda _page: self._on_crash(tab) if self._current(tab, page) else None)
+        page.on("close", lambda _page: self.on_close(tab) if self._current(tab, page) else None)
+
+    def _current(self, tab: Tab, page: Page) -> bool:
+        """``page`` is ``tab``'s, and not one the host ended for a tab it keeps (:meth:`end_page`)."""
+        return tab.page is page and id(page) not in self._let_go
 
     async def ready(self, tab: Tab) -> None:
         """Wait (bounded) for what the parts started when the tab got its page (its policy guard attached,
@@ -217,7 +238,9 @@ class Pages:
         known = self._tabs.get(tab.tab_id) is tab
         if known:
             del self._tabs[tab.tab_id]
+            self._opener_of.pop(tab.tab_id, None)
         self._by_page.pop(id(tab.page), None)
+        self._let_go.discard(id(tab.page))
         for part in self.renderer.parts:
             part.closed(tab)
         if self.selected == tab.tab_id:
@@ -232,6 +255,9 @@ class Pages:
         tabs = list(self._tabs.values())
         self._tabs.clear()
         self._by_page.clear()
+        self._let_go.clear()
+        self._popup_of.clear()
+        self._opener_of.clear()
         self.selected = None
         for tab in tabs:
             for part in self.renderer.parts:
@@ -245,7 +271,7 @@ class Pages:
         page = await self.new_page(f"tab {tab.tab_id}")
         old = tab.page
         self._by_page.pop(id(old), None)
-        tab.page, tab.crashed, tab.frame_crashed = page, False, False
+        tab.page, tab.crashed, tab.ended, tab.frame_crashed = page, False, False, False
         tab.main_gone = asyncio.Event()
         tab.generation += 1
         self._by_page[id(page)] = tab
@@ -254,6 +280,7 @@ class Pages:
         await self.ready(tab)
         with contextlib.suppress(Exception):
             await old.close(run_before_unload=False)
+        self._let_go.discard(id(old))  # while it is referenced its id names no other page
         self.renderer.log(f"tab {tab.tab_id} recovered from its crash in a new page")
 
     async def stop_script(self, tab_id: str | None) -> bool:
@@ -275,22 +302,39 @@ class Pages:
         self.renderer.log(f"stopped the script in tab {tab.tab_id} (Runtime.terminateExecution)")
         return True
 
-    async def close_target(self, tab_id: str | None) -> bool:
-        """Close ``tab_id``'s page without unload handlers (its renderer goes with it)."""
+    def end_page(self, tab_id: str | None) -> bool:
+        """End ``tab_id``'s page for good while **keeping the tab** (issue 27: the host closed the agent's
+        tab; with a stalled browser, ``tabs.list`` was empty afterwards): the tab becomes crashed
+        (``ended``; generation bumped, refs invalidated, its pending work answered as after a crash) and its
+        page is closed in the background without unload handlers, its renderer going with it.
+        ``tab.navigate`` gives the tab a fresh page under the same id, ``tabs.close`` closes it. False when
+        there is no such live tab."""
         tab = self.get(tab_id)
-        if tab is None:
+        if tab is None or tab.crashed:
             return False
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(tab.page.close(run_before_unload=False), 5.0)
-        self.on_close(tab)
-        self.renderer.log(f"closed tab {tab.tab_id}: its script did not stop")
+        page = tab.page
+        self._let_go.add(id(page))
+        tab.generation += 1
+        tab.crashed = tab.ended = True
+        for part in self.renderer.parts:
+            part.crashed(tab)
+        self.renderer.log(
+            f"ended the page of tab {tab.tab_id}: its script did not stop; the tab stays "
+            "(tab.navigate gives it a fresh page, tabs.close closes it)"
+        )
+        self.renderer.events.refs_invalidated(tab.tab_id)
+        self.renderer.tell_gone(tab.tab_id)
+
+        self.renderer.spawn(quiet(page.close(run_before_unload=False)))
         return True
 
     # ----------------------------------------------------------------- births
     def on_page(self, page: Page) -> None:
-        """The context's ``page`` event: a new page is a tab, unless the host is making one."""
+        """The context's ``page`` event: a new page is a tab, unless the host is making one, or it is a
+        popup past its opener's ``--max-popups`` (:meth:`_adopt_born`). Playwright tells the opener's
+        ``popup`` event right after this one, so the decision waits one turn of the loop for it."""
         if not self._making:
-            self.adopt(page)
+            asyncio.get_running_loop().call_soon(self._adopt_born, page)
             return
         # The host is making a page (new_page): this may be it (its maker binds it), one born with a
         # renderer that died (never a tab), or another page's popup (adopted once the making is over).
@@ -388,4 +432,29 @@ class Pages:
             if key in dead or page.is_closed():
                 self.renderer.spawn(quiet(page.close(run_before_unload=False)))
             else:
-                self.adopt(page)
+                self._adopt_born(page)
+
+    def _adopt_born(self, page: Page) -> None:
+        """A page the browser opened (not the host) becomes a tab — unless it is a popup and its opener
+        has :attr:`max_popups` popups open already: then it is closed at once, without unload handlers,
+        and counted on the opener (``popupsClosed`` in ``get-tabs``; one log line when a tab first passes
+        the cap). A click that opened 200 windows kept the browser busy making tabs until the click
+        timed out and the host closed the agent's tab (issue 27)."""
+        opener = self._popup_of.pop(id(page), None)
+        if page.is_closed() or id(page) in self._by_page:
+            return
+        if opener is not None and self._tabs.get(opener.tab_id) is opener:
+            open_now = sum(1 for o in self._opener_of.values() if o == opener.tab_id)
+            if open_now >= self.max_popups:
+                opener.popups_closed += 1
+                if opener.popups_closed == 1:
+                    self.renderer.log(
+                        f"tab {opener.tab_id} opened more than {self.max_popups} popups (--max-popups): "
+                        "the rest are closed as they open (tabs.list counts them: popupsClosed)"
+                    )
+                self.renderer.spawn(quiet(page.close(run_before_unload=False)))
+                return
+            tab = self.adopt(page)
+            self._opener_of[tab.tab_id] = opener.tab_id
+            return
+        self.adopt(page)

@@ -6,8 +6,9 @@ files the host keeps served as MCP resources (docs/host.md "Files"; ARCHITECTURE
   ``report (1).csv`` …), mode 0600, with its size and SHA-256 recorded. Ids are ``d1``, ``d2`` … (never
   reused while the host runs); the resource URI is ``kelpie://downloads/<id>``. Nothing is ever
   ``RENDERER_FAILED`` because a page downloaded.
-* **Reported by its action.** A ``navigate`` or ``new-tab`` whose URL turns out to be a download succeeds
-  with ``download`` (the tab stays where it was). A click (the ``tab.click`` script) or a key press that may
+* **Reported by its action.** A ``navigate`` or ``new-tab`` whose URL turns out to be a download, or whose
+  page starts one while it loads, succeeds with ``download`` as soon as the download begins (the tab stays
+  where it was, or on the page that started it; issue 27). A click (the ``tab.click`` script) or a key press that may
   activate (``press_key`` Enter/Space) that requested a main-frame navigation (CDP
   ``Page.frameRequestedNavigation``, which arrives before the click's answer) is watched until that
   navigation commits or turns into a download (at most :data:`NAVIGATION_SETTLE_S`); a click on a link that
@@ -446,10 +447,19 @@ class Downloads(Extension):
     async def _navigation(
         self, method: str, params: Mapping[str, Any], result: JsonObject, first: int, until: float
     ) -> JsonObject:
-        """``navigate``/``new-tab`` to a URL that is a download: Playwright answers "Download is starting"
-        (or an aborted navigation); the call succeeds with the download, the tab where it was."""
+        """``navigate``/``new-tab`` that ended in a download: the endpoint answers ``download`` (its
+        placeholder, ``endpoints.DOWNLOAD_BEGUN``) when the tab's download began during its ``goto`` (the
+        URL is one, or the page started one while it loaded: issue 27); a ``goto`` that failed "Download is
+        starting" (or aborted) is made a success here. Either way the result's ``download`` is this
+        download's object (:meth:`Download.report`, waited for until the deadline), the tab where it was."""
         if result.get("success") is True:
-            return result
+            if not isinstance(result.get("download"), dict):
+                return result
+            record = self._since(first, result.get("tabId"))
+            if record is None:  # the page's download event is heard by this part first: not expected
+                return result
+            await self._until_done(record, until)
+            return {**result, "download": record.report()}
         tab_id = params.get("tabId") if method == "navigate" else None
         record = self._since(first, tab_id)
         if record is None:

@@ -1,11 +1,15 @@
 // ---------------------------------------------------------------- DOM basics (cached per run)
 // styleOf(el) answers a record whose properties are read at most once per element per run and only
 // when asked (computed-style getters dominate the reader's cost on large pages):
-// {display, visibility, pre (white space preserved), secured (-webkit-text-security), raw}.
+// {display, visibility, pre (white space preserved), secured (-webkit-text-security), cursor, raw}.
 class StyleRecord {
   constructor(raw) {
     this.raw = raw;
-    this._display = this._visibility = this._pre = this._secured = undefined;
+    this._display = this._visibility = this._pre = this._secured = this._cursor = undefined;
+  }
+  get cursor() {
+    if (this._cursor === undefined) this._cursor = this.raw.cursor || "";
+    return this._cursor;
   }
   get display() {
     if (this._display === undefined) this._display = this.raw.display;

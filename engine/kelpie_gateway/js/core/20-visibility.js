@@ -30,26 +30,39 @@ const NO_ANCESTOR = { hidden: false, off: false, docs: new Map() };
 function upFacts(el) {
   const cache = FROZEN === null ? new Map() : FROZEN.up;
   const path = [];
+  const across = []; // across[i]: the step from path[i] to its flat parent may leave its document
   let known = NO_ANCESTOR;
-  for (let e = el; e; e = flatParent(e)) {
+  for (let e = el; e; ) {
     const k = cache.get(e);
     if (k !== undefined) { known = k; break; }
     path.push(e);
+    // flatParent, with what the step is known: a slot or a parent element is in the same document
+    const slot = e.assignedSlot;
+    const up = slot || e.parentElement;
+    across.push(!up);
+    e = up || flatParent(e);
   }
+  // Outermost first; an element's document is its flat child's unless that step may leave it (a frame's
+  // root element), so each document is asked once per call (a DOM call per element otherwise).
+  let doc = null;
   for (let i = path.length - 1; i >= 0; i--) {
     const e = path[i];
-    const doc = e.ownerDocument;
+    if (doc === null || across[i]) doc = e.ownerDocument;
     const modal = e === openModal(doc);
     let docs = known.docs;
     if (!docs.has(doc) || (modal && !docs.get(doc))) {
       docs = new Map(docs);
       docs.set(doc, modal || docs.get(doc) || false);
     }
-    known = {
-      hidden: known.hidden || (e.getAttribute("aria-hidden") || "").toLowerCase() === "true", // not trimmed
-      off: known.off || ariaToken(e, "aria-disabled") === "true" || e.hasAttribute("inert"),
-      docs,
-    };
+    if (!e.hasAttributes()) { // no aria-hidden, aria-disabled or inert of its own: its parent's record
+      known = docs === known.docs ? known : { hidden: known.hidden, off: known.off, docs };
+    } else {
+      known = {
+        hidden: known.hidden || (e.getAttribute("aria-hidden") || "").toLowerCase() === "true", // not trimmed
+        off: known.off || ariaToken(e, "aria-disabled") === "true" || e.hasAttribute("inert"),
+        docs,
+      };
+    }
     cache.set(e, known);
   }
   return known;

@@ -20,3 +20,15 @@ function textSecured(el) {
   return !!st && st.secured;
 }
 
+
+// Values a person set (24-values.js): this document is watched from the first reader call at the latest
+// (from its creation when the host registers reader.new_document_script); a same-origin frame's document
+// from the first time one of its elements is asked about.
+watchValues(globalThis);
+
+function valueSetByPerson(el) {
+  const win = el.ownerDocument && el.ownerDocument.defaultView;
+  if (!win) return false;
+  const set = watchValues(win);
+  return !!set && set.has(el);
+}

@@ -106,7 +106,7 @@ function implicitRole(el) {
     case "svg": return "img";
     case "table": return "table";
     case "tbody": case "thead": case "tfoot": return "rowgroup";
-    case "td": return "cell";
+    case "td": return gridTableRole(el) ? "gridcell" : "cell"; // HTML-AAM: a td of a grid/treegrid table
     case "th": return (el.getAttribute("scope") || "").toLowerCase() === "row" ? "rowheader" : "columnheader";
     case "textarea": return "textbox";
     case "time": return "time";
@@ -115,6 +115,31 @@ function implicitRole(el) {
       if (isEditingHost(el)) return "textbox";
       return null;
   }
+}
+// The role of the table element a table part (`td`, `th`, `tr`) belongs to when that table is exposed as
+// a grid or treegrid (HTML-AAM maps its cells to gridcell), else null. Kept per table for the run.
+const gridTableCache = new Map();
+function gridTableRole(el) {
+  const table = el.closest("table");
+  if (!table) return null;
+  let r = gridTableCache.get(table);
+  if (r === undefined) {
+    const role = roleOf(table);
+    r = role === "grid" || role === "treegrid" ? role : null;
+    gridTableCache.set(table, r);
+  }
+  return r;
+}
+// Whether a `row` belongs to a treegrid (ARIA: a treegrid's rows are focusable widgets, §9 v1.2): the
+// nearest ancestor that is a grid, treegrid or table decides.
+function inTreegrid(el) {
+  if (tagOf(el) === "tr") return gridTableRole(el) === "treegrid";
+  for (let e = el.parentElement; e; e = e.parentElement) {
+    const r = roleOf(e);
+    if (r === "treegrid") return true;
+    if (r === "grid" || r === "table") return false;
+  }
+  return false;
 }
 const roleCache = new Map();
 function roleOf(el) {

@@ -34,22 +34,62 @@ function cssString(body) {
     return ch === "\n" ? "" : ch;
   });
 }
+// The computed `content` of a pseudo-element, as text for a name (accname 1.2 step 2F.ii with CSS Generated
+// Content 3): strings and attr() contribute; an image — url(), image-set(), a gradient or any other function
+// — contributes nothing, never its URL; counters and quotes are not computed (nothing). After a top-level
+// `/` comes the alternative text, which replaces everything before it (`url(x) / ""` contributes nothing),
+// set apart by spaces.
 function parseContent(value, el) {
-  // The computed `content` of a pseudo-element: strings, attr(), and `/ "alt"` alternative text.
   const tokens = [];
-  const re = /"((?:[^"\\]|\\[\s\S])*)"|'((?:[^'\\]|\\[\s\S])*)'|attr\(\s*([^\s)]+)\s*\)|(\/)|[^\s"']+/g;
-  let m;
   let alt = null;
-  while ((m = re.exec(value))) {
-    if (m[4]) { alt = []; continue; }
-    let piece = null;
-    if (m[1] !== undefined) piece = cssString(m[1]);
-    else if (m[2] !== undefined) piece = cssString(m[2]);
-    else if (m[3] !== undefined) piece = el.getAttribute(m[3]) || "";
-    if (piece === null) continue;
-    (alt || tokens).push(piece);
+  const n = value.length;
+  let i = 0;
+  const quoted = (q) => { // value[i] is the quote; returns the decoded body and moves past the string
+    let j = i + 1;
+    while (j < n && value[j] !== q) j += value[j] === "\\" ? 2 : 1;
+    const body = cssString(value.slice(i + 1, Math.min(j, n)));
+    i = j + 1;
+    return body;
+  };
+  while (i < n) {
+    const c = value[i];
+    if (c === '"' || c === "'") {
+      (alt || tokens).push(quoted(c));
+    } else if (c === "/") {
+      alt = [];
+      i += 1;
+    } else if (/[\t\n\f\r ]/.test(c)) {
+      i += 1;
+    } else {
+      let j = i;
+      while (j < n && !/[\t\n\f\r "'(/]/.test(value[j])) j += value[j] === "\\" ? 2 : 1;
+      const name = value.slice(i, j).toLowerCase();
+      i = j;
+      if (value[i] !== "(") continue; // a keyword (none, open-quote, …): nothing
+      // A function: skip to its closing parenthesis (strings and nested parentheses inside).
+      const start = i + 1;
+      let depth = 0;
+      while (i < n) {
+        const d = value[i];
+        if (d === '"' || d === "'") { quoted(d); continue; }
+        if (d === "\\") { i += 2; continue; }
+        if (d === "(") depth += 1;
+        else if (d === ")" && --depth === 0) break;
+        i += 1;
+      }
+      const inner = value.slice(start, Math.min(i, n)).trim();
+      i += 1;
+      if (name === "attr") {
+        const attrName = inner.split(/[\s,]/)[0];
+        if (attrName) (alt || tokens).push(el.getAttribute(attrName) || "");
+      }
+    }
   }
-  return (alt !== null ? alt : tokens).join("");
+  if (alt === null) return tokens.join("");
+  // The alternative text stands apart from the element's text, as Chromium names it ("Star Rating" for
+  // `url(star.svg) / "Star"` before "Rating"): an alternative names the content as a whole, like an image.
+  const text = alt.join("");
+  return text ? " " + text + " " : "";
 }
 function pseudoText(el, which) {
   const st = styleOf(el, which);
@@ -127,7 +167,8 @@ function textAlt(el, o) {
       o.visited.add(el);
       if (el.hasAttribute("aria-valuetext")) return el.getAttribute("aria-valuetext") || "";
       if (el.hasAttribute("aria-valuenow")) return el.getAttribute("aria-valuenow") || "";
-      if (tag === "input") return ""; // native range/number: the user's value is never read
+      // A native range's position is shown (§9 v1.2 range values); a number input's value is typed text.
+      if (tag === "input") return inputType(el) === "range" ? String(el.value) : "";
       return el.getAttribute("value") || "";
     }
     if (role === "menu") {
@@ -196,8 +237,9 @@ function hostLanguageName(el, tag, hasLabelledBy, o, child) {
     const type = inputType(el);
     o.visited.add(el);
     if (type === "button" || type === "submit" || type === "reset") {
-      // A button's value is its visible caption, not user data.
-      const v = el.getAttribute("value") || "";
+      // A button's value is its visible caption, not user data — unless a person set it (a text field
+      // the page turned into a button after typing: its value became the attribute; issue 27).
+      const v = valueSetByPerson(el) ? "" : el.getAttribute("value") || "";
       if (flat(v)) return v;
       if (type === "submit") return "Submit";
       if (type === "reset") return "Reset";

@@ -12,6 +12,9 @@ function openRootOf(el, tag) {
   return VALID_SHADOW_HOSTS.has(tag) || tag.includes("-") ? el.shadowRoot : null;
 }
 
+// Whether the element is a control by what it is (tag, role, tabindex, onclick): widget roles count
+// whatever their tabindex (§9 v1.2), a treegrid's rows too. Pointer-clickable elements (42-pointer.js)
+// are the walk's other listing criterion.
 function isInteractive(el, tag, role) {
   if (tag === "a" || tag === "area") return el.hasAttribute("href") || INTERACTIVE_ROLES.has(role);
   if (tag === "button" || tag === "select" || tag === "textarea") return true;
@@ -19,6 +22,7 @@ function isInteractive(el, tag, role) {
   if (tag === "summary") return true;
   if ((tag === "audio" || tag === "video") && el.hasAttribute("controls")) return true;
   if (INTERACTIVE_ROLES.has(role)) return true;
+  if (role === "row" && inTreegrid(el)) return true;
   if (isEditingHost(el)) return true;
   const ti = el.getAttribute("tabindex");
   if (ti !== null && ti.trim() !== "" && Number(ti) >= 0) return true;
@@ -37,8 +41,10 @@ function isDragSource(el) {
   const cls = el.getAttribute("class");
   return cls !== null && DRAG_HANDLE_CLASS.test(cls);
 }
+// Listed for what they tell, not as controls (the last priority class): headings, named images, and the
+// progress bars and meters whose `value` (§9 v1.2) says where something stands.
 function isNotable(el, tag, role) {
-  return role === "heading" || (role === "img" && tag === "img");
+  return role === "heading" || (role === "img" && tag === "img") || role === "progressbar" || role === "meter";
 }
 // Heuristic for a closed shadow root (unreadable from any script): a possible host with no open root whose
 // rendered box holds content its light DOM does not explain.
@@ -51,12 +57,53 @@ function closedShadowSuspect(el, tag, rec) {
   const innerW = box.width - px(st.paddingLeft) - px(st.paddingRight) - px(st.borderLeftWidth) - px(st.borderRightWidth);
   const innerH = box.height - px(st.paddingTop) - px(st.paddingBottom) - px(st.borderTopWidth) - px(st.borderBottomWidth);
   if (innerW < 1 || innerH < 1) return false;
-  if (!hasContent) return true;
+  if (!hasContent) return !sizedByStyle(el, rec); // an empty element sized by CSS hosts nothing (§9 v1.2)
   const range = el.ownerDocument.createRange();
   range.selectNodeContents(el);
   const light = range.getBoundingClientRect();
   const inline = rec.display.startsWith("inline");
   return light.height + 1 < innerH || (inline && light.width + 1 < innerW);
+}
+// Whether the box of an element without light content is explained by style alone: generated content
+// (`::before`/`::after`, e.g. an icon font), or a size of its own in both dimensions (a length, not
+// `auto` or a content keyword, as Typed OM's computed value says; a block in flow fills its container's
+// width; a flex or grid item may be stretched; a min-size of its own). Only a box that its content must
+// have sized — and that content is not in the light DOM — makes a closed shadow root likely: an empty
+// icon span 16px square with a background image is not one (issue 29).
+const CONTENT_SIZES = /^(?:auto|fit-content|min-content|max-content|-webkit-fit-content|-webkit-min-content|-webkit-max-content|stretch|-webkit-fill-available)/;
+function sizedByStyle(el, rec) {
+  for (const which of ["::before", "::after"]) {
+    const ps = styleOf(el, which);
+    const c = ps ? ps.content : "none";
+    if (c && c !== "none" && c !== "normal" && ps.display !== "none") return true;
+  }
+  const display = rec.display;
+  if (display === "inline") return false; // width and height do not apply: only content sizes it
+  let map = null;
+  try {
+    map = typeof el.computedStyleMap === "function" ? el.computedStyleMap() : null;
+  } catch (e) {
+    map = null;
+  }
+  if (!map) return false;
+  const own = (prop) => {
+    const v = map.get(prop);
+    return !!v && !CONTENT_SIZES.test(String(v));
+  };
+  const minOwn = (prop) => {
+    const v = map.get(prop);
+    const t = v ? String(v) : "0px";
+    return !CONTENT_SIZES.test(t) && !/^0(?:px)?$/.test(t);
+  };
+  const p = flatParent(el);
+  const ps = p ? styleOf(p) : null;
+  const item = !!ps && /(?:^|-)(?:flex|grid)$/.test(ps.display);
+  const raw = rec.raw;
+  const inFlow = raw.position !== "absolute" && raw.position !== "fixed" && raw.cssFloat === "none";
+  const blockLevel = inFlow && !display.startsWith("inline") && !display.startsWith("table-cell");
+  const width = own("width") || minOwn("min-width") || item || blockLevel;
+  const height = own("height") || minOwn("min-height") || item || own("aspect-ratio") && width;
+  return width && height;
 }
 // The style-free part of that heuristic: only a custom element, or a `span`/`p`/heading/`blockquote`
 // without light content, can be suspected.
@@ -103,8 +150,10 @@ function hasLightContent(el) {
 // images); without attributes, `span`, `p` and `blockquote` have a role that is never listed and matter
 // only as a possible closed shadow host, like custom elements.
 const BARE_LISTED_TAGS = new Set(["button", "datalist", "h1", "h2", "h3", "h4", "h5", "h6", "img", "input",
-  "option", "select", "summary", "textarea"]);
+  "meter", "option", "progress", "select", "summary", "textarea"]);
 const SHADOW_SUSPECT_TAGS = new Set(["blockquote", "p", "span"]);
+// Table parts whose role depends on their table (a grid's cells are gridcells, a treegrid's rows are listed).
+const GRID_PART_TAGS = new Set(["td", "tr"]);
 const VALUE_CONTEXT_TAGS = new Set(["textarea", "select", "input", "option", "optgroup", "datalist", "object",
   "embed", "canvas"]);
 // Whether the full test of `el` is needed: it may be listed, or it opens another tree. Exactly the
@@ -118,12 +167,15 @@ function mustSettle(el, tag, elements, editable) {
     FROZEN.editable.set(el, true);
     if (isEditingHost(el)) return true;
   }
-  if (el.hasAttributes() || BARE_LISTED_TAGS.has(tag)) {
+  const attrs = el.hasAttributes();
+  if (attrs || BARE_LISTED_TAGS.has(tag) || GRID_PART_TAGS.has(tag)) {
     FROZEN.editable.set(el, editable);
     const role = roleOf(el) || "";
-    return isInteractive(el, tag, role) || isNotable(el, tag, role) || mayHideShadow(el, tag);
+    return isInteractive(el, tag, role) || isNotable(el, tag, role) || mayHideShadow(el, tag) ||
+      pointerCandidate(el, tag, attrs);
   }
-  return (SHADOW_SUSPECT_TAGS.has(tag) || tag.includes("-")) && mayHideShadow(el, tag);
+  return ((SHADOW_SUSPECT_TAGS.has(tag) || tag.includes("-")) && mayHideShadow(el, tag)) ||
+    pointerCandidate(el, tag, false);
 }
 // Whether every unsettled element on the walk's path (`pending`: {el, up, ok}, innermost first) passes
 // the walk's descent test: it has a box or is `display:contents` inside a rendered parent.

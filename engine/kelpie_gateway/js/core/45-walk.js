@@ -1,12 +1,26 @@
 // Walk the flat tree (open shadow roots, slots, same-origin frames) in document order.
 // Calls cb.text(str, pre) for visible text, cb.block() at block boundaries, cb.element(el, info) for
 // every rendered, visible element outside value contexts (info = {tag, role, interactive, notable,
-// unreadable, hosted?}), and — when `cb.frame` is given — cb.frame(el, inner) where a frame the host
-// reads in its own world (a tagged one, core/80-frames.js) goes, instead of entering it. Returns true
-// when the walk was cut (depth bound).
-function walkDocument(doc, cb, start, elements) {
+// unreadable, pointer, hosted?}), cb.elementEnd(info) (when given) after its subtree, and — when `cb.frame`
+// is given — cb.frame(el, inner) where a frame the host reads in its own world (a tagged one,
+// core/80-frames.js) goes, instead of entering it. Returns true when the walk was cut (depth bound).
+// `opts`: {text: false (read no text at all), seek: [nodes] (resume a text walk: go down this flat-tree
+// path from the root without reading what comes before it; makeTextSink), skip(el) (elements not to
+// enter: those added since a snapshot's first read)}. While text is read, cb.open(node)/cb.close()
+// bracket every node text may come from (the sink's positions).
+function walkDocument(doc, cb, start, elements, opts) {
   let cut = false;
   const inline = { count: 0 }; // same-origin frames entered by this walk (core/80-frames.js limits)
+  const seekPath = opts && opts.seek ? opts.seek : null;
+  let seekAt = 0;
+  // The path child to start `owner`'s children at while a resumed walk goes down its path, else null.
+  const seekChild = (owner) => {
+    if (!seekPath || seekAt >= seekPath.length - 1 || seekPath[seekAt] !== owner) return null;
+    seekAt += 1;
+    return seekPath[seekAt];
+  };
+  const skip = opts && opts.skip ? opts.skip : null;
+  const tracking = !!cb.open;
   // `pending`: the unsettled elements between the node and the last settled one (null: none).
   // Once no more text is read, a child that is not an element (text, comment) is a no-op for `visit`
   // unless it lies past the depth bound (then it cuts): such children are stepped over without being
@@ -15,10 +29,13 @@ function walkDocument(doc, cb, start, elements) {
   // The children of `parent` (an element or a shadow root). A child reached by an element step
   // (`firstElementChild`/`nextElementSibling`, taken once no more text is read) is visited as an element
   // without asking its nodeType (a DOM call per node from this world).
-  const children = (parent, depth, ctx, pending) => {
+  const children = (parent, depth, ctx, pending, owner) => {
     const elementsOnly = depth + 1 <= DEPTH_MAX;
     let element = elementsOnly && textDone(ctx);
-    for (let c = element ? parent.firstElementChild : parent.firstChild; c; ) {
+    const from = seekChild(owner || parent);
+    let c = from || (element ? parent.firstElementChild : parent.firstChild);
+    if (from && element && from.nodeType !== 1) c = from.nextElementSibling;
+    while (c) {
       if (elementsOnly && textDone(ctx)) {
         if (!ctx.elements && !cb.root) return;
         if (element || c.nodeType === 1) visitElement(c, depth + 1, ctx, pending);
@@ -35,17 +52,22 @@ function walkDocument(doc, cb, start, elements) {
     const root = openRootOf(parent, tag);
     if (root) {
       if (cb.root) cb.root(root);
-      children(root, depth, ctx, pending);
+      inTree(WALK_TREE ? { doc: WALK_TREE.doc, shadow: true } : null, () => children(root, depth, ctx, pending, parent));
       return;
     }
     if (tag === "slot" && parent.assignedNodes) {
       const assigned = parent.assignedNodes();
       if (assigned.length) {
-        for (const c of assigned) visit(c, depth + 1, ctx, pending);
+        const from = seekChild(parent);
+        inTree(null, () => { // slotted nodes are in the host's tree: each is asked (pointerCandidate)
+          for (let i = from ? Math.max(0, assigned.indexOf(from)) : 0; i < assigned.length; i++) {
+            visit(assigned[i], depth + 1, ctx, pending);
+          }
+        });
         return;
       }
     }
-    children(parent, depth, ctx, pending);
+    children(parent, depth, ctx, pending, parent);
   };
   // The children of an unsettled element (no shadow root: a host is always settled). No text is read
   // any more, so only element children are visited; a child node past the depth bound still cuts.
@@ -53,7 +75,9 @@ function walkDocument(doc, cb, start, elements) {
     if (tag === "slot" && parent.assignedNodes) {
       const assigned = parent.assignedNodes();
       if (assigned.length) {
-        for (const c of assigned) visit(c, depth + 1, ctx, pending);
+        inTree(null, () => {
+          for (const c of assigned) visit(c, depth + 1, ctx, pending);
+        });
         return;
       }
     }
@@ -79,15 +103,26 @@ function walkDocument(doc, cb, start, elements) {
       const p = n.parentElement || flatParent(n);
       const st = p ? styleOf(p) : null;
       if (!st || st.visibility !== "visible") return;
-      cb.text(n.data, st.pre);
+      if (tracking) {
+        cb.open(n);
+        cb.text(n.data, st.pre);
+        cb.close();
+      } else {
+        cb.text(n.data, st.pre);
+      }
       return;
     }
     if (type === 1) visitElement(n, depth, ctx, pending);
   };
-  // `visit` of an element within the depth bound.
+  // `visit` of an element within the depth bound; bracketed by cb.open/close while text is read (in the
+  // same frame: deep trees are walked recursively, one frame per level costs stack).
   const visitElement = (el, depth, ctx, pending) => {
+    const tracked = tracking && ctx.text && !cb.full();
+    if (tracked) cb.open(el);
+    try {
     const tag = tagOf(el);
     if (NOT_RENDERED_TAGS.has(tag)) return;
+    if (skip && skip(el)) return;
     if (!ctx.text || cb.full()) {
       if (!ctx.elements && !cb.root) return; // a text-only walk (ensureText) has nothing left to read here
       // No more text to read: an element that cannot matter is descended into unsettled.
@@ -112,6 +147,7 @@ function walkDocument(doc, cb, start, elements) {
     const role = roleOf(el) || "";
     let unreadable = null;
     let frameDoc = null;
+    let listed = null;
     let hosted = false; // read by the host in the frame's own world (core/80-frames.js)
     if (tag === "iframe" || tag === "frame") {
       hosted = !!cb.frame && frameTag(el) !== null;
@@ -130,13 +166,17 @@ function walkDocument(doc, cb, start, elements) {
       unreadable = "closed-shadow-root";
     }
     if (ctx.elements) {
-      const interactive = isInteractive(el, tag, role);
+      let interactive = isInteractive(el, tag, role);
       const notable = !interactive && isNotable(el, tag, role);
-      if ((interactive || notable || unreadable) && st.visibility === "visible") {
-        const info = { tag, role, interactive: interactive || !!unreadable, notable, unreadable };
-        if (hosted) [info.hosted, info.ownInteractive] = [true, interactive];
-        cb.element(el, info);
-        if (tag === "select") listOptions(el, cb);
+      const pointer = !interactive && !notable && !unreadable && pointerClickable(el, tag);
+      if (pointer) interactive = true;
+      const lazy = !!cb.lazyShown; // a read whose pages ask `shownInfo` (55-pages.js) when they get there
+      if ((interactive || notable || unreadable) && st.visibility === "visible" && (lazy || !notShown(el, tag))) {
+        listed = { tag, role, interactive: interactive || !!unreadable, notable, unreadable, pointer };
+        if (!lazy) listed.shown = true;
+        if (hosted) [listed.hosted, listed.ownInteractive] = [true, interactive];
+        cb.element(el, listed);
+        if (tag === "select") listOptions(el, cb, listed);
       }
     }
     // Value contexts: never descend for text or elements.
@@ -150,31 +190,56 @@ function walkDocument(doc, cb, start, elements) {
       if (inner.text || inner.elements) cb.frame(el, inner);
     } else if (frameDoc && frameDoc.documentElement) {
       if (cb.root) cb.root(frameDoc);
-      visit(frameDoc.documentElement, depth + 1, inner, null);
+      seekChild(el);
+      inTree({ doc: frameDoc, shadow: false }, () => visit(frameDoc.documentElement, depth + 1, inner, null));
     } else {
       visitChildren(el, tag, depth, inner, null);
     }
     if (block && inner.text) cb.block();
     else if (atomic && inner.text) cb.space();
+    if (listed && cb.elementEnd) cb.elementEnd(listed);
+    } finally {
+      if (tracked) cb.close();
+    }
   };
-  const ctx = { text: true, elements };
+  const ctx = { text: !(opts && opts.text === false), elements };
   frozen(() => {
-    if (start) visit(start, 0, ctx, null);
-    else if (doc.documentElement) visit(doc.documentElement, 0, ctx, null);
+    if (start) {
+      const root = rootOf(start);
+      inTree({ doc: start.ownerDocument || doc, shadow: !!root && root.nodeType === 11 }, () => visit(start, 0, ctx, null));
+    } else if (doc.documentElement) {
+      inTree({ doc, shadow: false }, () => visit(doc.documentElement, 0, ctx, null));
+    }
   });
   return cut;
 }
+// Run `fn` with WALK_TREE (42-pointer.js) set to `tree`, restoring the one before whatever happens.
+function inTree(tree, fn) {
+  const before = WALK_TREE;
+  WALK_TREE = tree;
+  try {
+    fn();
+  } finally {
+    WALK_TREE = before;
+  }
+}
 // The options (and optgroup labels) of a listed <select>, as elements of their own right after it
 // (§9 v1.1): they have no box in a drop-down, so only `display:none`/`hidden` ones are skipped.
-function listOptions(select, cb) {
+// `owner`: the select's own info; an option is shown only where its select is (shownInfo, 55-pages.js).
+function listOptions(select, cb, owner) {
   const shown = (e) => !e.hidden && (styleOf(e) || { display: "none" }).display !== "none";
+  const item = (tag, role) => {
+    const info = { tag, role, interactive: true, notable: false, unreadable: null, option: true, owner };
+    if (owner.shown) info.shown = true;
+    return info;
+  };
   for (let c = select.firstElementChild; c; c = c.nextElementSibling) {
     const t = tagOf(c);
-    if (t === "option" && shown(c)) cb.element(c, { tag: t, role: "option", interactive: true, notable: false, unreadable: null, option: true });
+    if (t === "option" && shown(c)) cb.element(c, item(t, "option"));
     if (t !== "optgroup" || !shown(c)) continue;
-    cb.element(c, { tag: t, role: "group", interactive: true, notable: false, unreadable: null, option: true });
+    cb.element(c, item(t, "group"));
     for (let o = c.firstElementChild; o; o = o.nextElementSibling) {
-      if (tagOf(o) === "option" && shown(o)) cb.element(o, { tag: "option", role: "option", interactive: true, notable: false, unreadable: null, option: true });
+      if (tagOf(o) === "option" && shown(o)) cb.element(o, item("option", "option"));
     }
   }
 }

@@ -71,22 +71,95 @@ function linkUrl(el, tag) {
   return name === "http" || name === "https" ? raw : name + ":";
 }
 
-// Project one picked element to its public fields {tag, role, label, …}; reports cuts in flags.
+// `value` of a range widget (§9 v1.2): {now, min?, max?, text?} from a native <input type=range>,
+// <progress> or <meter>, else from aria-valuenow/-valuemin/-valuemax/-valuetext on an element whose role
+// is slider, spinbutton, scrollbar, progressbar or meter, with ARIA's defaults (min 0 and max 100 for all
+// but spinbutton; a slider or scrollbar without aria-valuenow is half-way). Text entry never shows a
+// value: any other input (number included), a textarea, a select and editable content answer null, as
+// do an indeterminate progress bar and a meter, progress bar or spin button without a current value.
+const RANGE_ROLES = new Set(["slider", "spinbutton", "scrollbar", "progressbar", "meter"]);
+const VALUE_TEXT_MAX = 200;
+function ariaNumber(el, name) {
+  const raw = el.getAttribute(name);
+  if (raw === null || !raw.trim()) return null;
+  const v = Number(raw.trim());
+  return Number.isFinite(v) ? v : null;
+}
+function rangeValue(el, tag, role, flags) {
+  if (!RANGE_ROLES.has(role)) return null;
+  const html = isHTML(el);
+  let now = null;
+  let min = null;
+  let max = null;
+  if (html && (tag === "textarea" || tag === "select")) return null;
+  if (isEditable(el)) return null;
+  if (html && tag === "input") {
+    if (inputType(el) !== "range") return null; // <input type=number> and every text type stay private
+    const attr = (name, fallback) => {
+      const v = Number(el.getAttribute(name));
+      return el.hasAttribute(name) && Number.isFinite(v) ? v : fallback;
+    };
+    min = attr("min", 0);
+    max = Math.max(min, attr("max", 100));
+    now = el.valueAsNumber;
+  } else if (html && tag === "progress") {
+    if (!el.hasAttribute("value")) return null; // indeterminate
+    now = el.value;
+    min = 0;
+    max = el.max;
+  } else if (html && tag === "meter") {
+    now = el.value;
+    min = el.min;
+    max = el.max;
+  } else {
+    now = ariaNumber(el, "aria-valuenow");
+    min = ariaNumber(el, "aria-valuemin");
+    max = ariaNumber(el, "aria-valuemax");
+    if (role !== "spinbutton") {
+      if (min === null) min = 0;
+      if (max === null) max = 100;
+    }
+    if (now === null) {
+      if (role !== "slider" && role !== "scrollbar") return null;
+      now = min + (max - min) / 2;
+    }
+  }
+  if (!Number.isFinite(now)) return null;
+  const out = { now };
+  if (min !== null && Number.isFinite(min)) out.min = min;
+  if (max !== null && Number.isFinite(max)) out.max = max;
+  const text = el.getAttribute("aria-valuetext");
+  if (text !== null && flat(text)) {
+    const cut = cutUnits(wellFormed(flat(text)), VALUE_TEXT_MAX);
+    if (cut.cut) flags.truncated = true;
+    out.text = cut.text;
+  }
+  return out;
+}
+// The visible text of an element (value-free, flattened), cut to a label's bound.
+function visibleText(el, flags) {
+  const visited = new Set();
+  const under = ariaHiddenTree(el) ? el : undefined;
+  const text = cutUnits(wellFormed(flat(accumulate(el, { visited, desc: true, under }))), LABEL_MAX);
+  if (text.cut) flags.truncated = true;
+  return text.text;
+}
+// Project one picked element to its public fields {tag, role, label, …}; reports cuts in flags. A generic
+// element's role is "" (§9 v1.2); a pointer-clickable element without a name is labelled by its text.
 function describe(info, flags) {
   const el = info.el;
   const cutTag = cutUnits(wellFormed(info.tag), TAG_MAX);
   if (cutTag.cut) flags.truncated = true;
-  const out = { tag: cutTag.text, role: info.role || "", label: "" };
+  const out = { tag: cutTag.text, role: info.role === "generic" ? "" : info.role || "", label: "" };
   const cutName = cutUnits(wellFormed(accessibleName(el)), LABEL_MAX);
   if (cutName.cut) flags.truncated = true;
   out.label = cutName.text;
-  if (!out.label && info.interactive) {
+  if (!out.label && info.pointer) {
+    out.label = visibleText(el, flags);
+  } else if (!out.label && info.interactive) {
     // A clickable generic element has no accessible name; give its visible text instead.
-    const visited = new Set();
-    const under = ariaHiddenTree(el) ? el : undefined;
-    const text = cutUnits(wellFormed(flat(accumulate(el, { visited, desc: true, under }))), LABEL_MAX);
-    if (text.cut) flags.truncated = true;
-    if (text.text) out.text = text.text;
+    const text = visibleText(el, flags);
+    if (text) out.text = text;
   }
   if (info.tag === "input") out.type = inputType(el) || "text";
   if (info.role === "heading") {
@@ -97,6 +170,8 @@ function describe(info, flags) {
   if (!info.unreadable) {
     const states = statesOf(el, info);
     if (states.length) out.states = states;
+    const value = rangeValue(el, info.tag, info.role, flags);
+    if (value) out.value = value;
   }
   const url = linkUrl(el, info.tag);
   if (url !== null) {

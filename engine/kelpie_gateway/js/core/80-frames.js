@@ -155,6 +155,7 @@ function buildComposite(snap) {
   const local = [];
   for (let c = 0; c < CLASS_COUNT; c++) local.push([]);
   for (const info of rec.order) {
+    if (!shownInfo(info)) continue; // a composite's counts need all of them now (55-pages.js)
     if (info.hosted) {
       const s = bySlot.get(info.el);
       const why = s && s.part ? s.part.unreadable || null : "unavailable";
@@ -314,6 +315,7 @@ function framesPage(reg, snap) {
       const handle = reg.nonce + "-" + reg.counter.toString(36);
       reg.nodes.set(handle, pk.info.el);
       e = Object.assign({ handle }, describe(pk.info, flags));
+      if (snap.seen) snap.seen.set(pk.info.el, { handle, key: factsKey(e) }); // what a later `since` compares
       key = [2 * pk.info.order + 1];
     } else {
       const src = pk.slot.part.elements.get(pk.partRank);
@@ -339,6 +341,7 @@ function framesPage(reg, snap) {
     elements: listed.map((x) => x.e),
   };
   if (more) out.rest = { snapshot: snap.token, textAt: nextText, elementAt: nextElement };
+  if (!pend.part) out.token = snap.token; // names this read for a later `since` (its own trees only)
   if (pend.part) {
     let origin = "null";
     try {
