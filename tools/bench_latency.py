@@ -5,6 +5,7 @@ Usage::
 
     .venv/bin/python tools/bench_latency.py --base DIR [--rounds 30] [--page form|busy]
     .venv/bin/python tools/bench_latency.py --policy [--rounds 30]
+    .venv/bin/python tools/bench_latency.py --direct [--rounds 30]
 
 ``DIR`` holds the previous build's ``engine/`` (e.g. ``git archive main engine | tar -x -C DIR``); this
 worktree's ``engine/`` is the new build. Both run as ``kelpie-gateway serve`` (real headless Chromium, the
@@ -17,6 +18,9 @@ measured in the same run mean anything.
 
 ``--policy`` compares this build with itself instead: ``base`` with the default site policy (no proxy),
 ``new`` with a restrictive one (:data:`POLICY`: every request of the browser through the policy's proxy).
+
+``--direct`` (issue 35) compares this build with itself too: ``new`` runs ``serve --direct-cdp`` (the fixed
+scripts over the host's own CDP connection, docs/host.md "Direct CDP").
 
 ``--page busy`` (issue 33) gives the page what the read-only lane captures on every navigation: 20 images,
 a fetch and 20 console messages (the form's controls unchanged), so the capture's cost shows in
@@ -221,6 +225,9 @@ def main() -> int:
     which.add_argument(
         "--policy", action="store_true", help="this build without (base) and with (new) a restrictive site policy"
     )
+    which.add_argument(
+        "--direct", action="store_true", help="this build without (base) and with (new) --direct-cdp (issue 35)"
+    )
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--page", choices=["form", "busy"], default="form")
@@ -233,9 +240,10 @@ def main() -> int:
         (site / "pixel.png").write_bytes(PIXEL)
         serves: list[Serve] = []
         try:
-            base = ROOT / "engine" if args.policy else args.base / "engine"
+            base = ROOT / "engine" if args.policy or args.direct else args.base / "engine"
             serves.append(Serve("base", base, site))
-            serves.append(Serve("new", ROOT / "engine", site, POLICY if args.policy else None))
+            flags = POLICY if args.policy else ["--direct-cdp"] if args.direct else None
+            serves.append(Serve("new", ROOT / "engine", site, flags))
             for s in serves:  # the site URL: the page the host opened first (its --site index)
                 _, listed = asyncio.run(_first_url(s))
                 s.site = listed.rsplit("/", 1)[0]

@@ -87,23 +87,27 @@ def driver_init(self, gateway, *args, **kwargs):
         setattr(gateway, name, wrapper)
     init(self, gateway, *args, **kwargs)
 driver.Driver.__init__ = driver_init
-send = CDPSession.send
-async def cdp_send(self, method, params=None):
-    timing = method == "Runtime.evaluate" and bool(params and params.get("awaitPromise"))
-    if timing:
-        params = dict(params)
-        params["expression"] = ("(async () => { const t0 = performance.timeOrigin + performance.now(); const v = await ("
-            + params["expression"] + "); return {kelpieProfile: [t0, performance.timeOrigin + performance.now()], v}; })()")
-        mark("C.evaluate")
-    reply = await send(self, method, params)
-    if timing:
-        value = reply.get("result", {}).get("value")
-        if isinstance(value, dict) and "kelpieProfile" in value:
-            mark("P.script", w0=value["kelpieProfile"][0], w1=value["kelpieProfile"][1])
-            reply = {**reply, "result": {**reply["result"], "value": value["v"]}}
-        mark("C.evaluate.done")
-    return reply
-CDPSession.send = cdp_send
+def wrap_send(cls):
+    send = cls.send
+    async def cdp_send(self, method, params=None):
+        timing = method == "Runtime.evaluate" and bool(params and params.get("awaitPromise"))
+        if timing:
+            params = dict(params)
+            params["expression"] = ("(async () => { const t0 = performance.timeOrigin + performance.now(); const v = await ("
+                + params["expression"] + "); return {kelpieProfile: [t0, performance.timeOrigin + performance.now()], v}; })()")
+            mark("C.evaluate")
+        reply = await send(self, method, params)
+        if timing:
+            value = reply.get("result", {}).get("value")
+            if isinstance(value, dict) and "kelpieProfile" in value:
+                mark("P.script", w0=value["kelpieProfile"][0], w1=value["kelpieProfile"][1])
+                reply = {**reply, "result": {**reply["result"], "value": value["v"]}}
+            mark("C.evaluate.done")
+        return reply
+    cls.send = cdp_send
+wrap_send(CDPSession)
+from kelpie_gateway.host.browser.direct import DirectSession  # --direct-cdp: the same hops on its sessions
+wrap_send(DirectSession)
 """
 """Installed as ``sitecustomize`` in the host child (found through its PYTHONPATH): wraps the hops."""
 

@@ -1,8 +1,8 @@
 """Fixtures for the reference-host tests: one host child process per test module (and per gateway mode).
 
 ``browser_host`` runs ``kelpie-gateway serve`` with real headless Chromium on the fixture site, once through
-the Python API and once through the C library (``--via-abi``); pytest groups the tests by mode so only one
-Chromium runs at a time.
+the Python API and once through the C library (``--via-abi``, with ``--direct-cdp``: fixed scripts over the
+host's own CDP connection); pytest groups the tests by mode so only one Chromium runs at a time.
 """
 
 from __future__ import annotations

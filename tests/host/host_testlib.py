@@ -7,6 +7,9 @@ Chromium runs at a time.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import functools
 import http.client
 import http.server
 import json
@@ -18,7 +21,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -108,11 +111,16 @@ def ext_ok(host: Host, name: str, **arguments: Any) -> dict[str, Any]:
 
 
 def start_host(args: list[str], mode: str) -> HostProcess:
+    """``serve`` with ``args``; mode ``abi`` adds ``--via-abi`` and ``--direct-cdp`` (so every host test runs
+    once with fixed scripts over Playwright's CDP sessions and once over the host's own CDP connection,
+    docs/host.md "Direct CDP"), unless ``args`` names another browser already."""
     extra = list(args)
     if mode == "abi":
         lib = default_library()
         assert lib.exists(), f"--via-abi needs the C library at {lib} (tools/dev setup builds it)"
         extra.append("--via-abi")
+        if not any(a in extra for a in ("--cdp-endpoint", "--browser-endpoint", "--browser")):
+            extra.append("--direct-cdp")
     process = HostProcess(extra)
     process.start()
     return process
@@ -272,3 +280,30 @@ def manually_paired_host(state: Path, client: str) -> Iterator[Host]:
         yield host
     finally:
         process.stop()
+
+
+def in_renderer(body: Callable[[Any, str, str], Awaitable[Any]], **options: Any) -> Any:
+    """Run ``body(renderer, tab, site)`` against the host's own renderer (``ChromiumRenderer`` with the host's
+    parts and ``options``; real headless Chromium, started on the fixture site's form.html) on a loop of its
+    own; returns what it returns."""
+    from kelpie_gateway.host.browser import ChromiumRenderer, find_chromium
+    from kelpie_gateway.host.parts import PARTS
+
+    async def main(site: str) -> Any:
+        renderer = ChromiumRenderer(executable=find_chromium(None), log=print, parts=PARTS, **options)
+        await renderer.start(f"{site}/form.html")
+        try:
+            tab = (await renderer.call("get-tabs", {}))["tabs"][0]["tabId"]
+            return await body(renderer, tab, site)
+        finally:
+            await renderer.close()
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(ROOT / "fixtures" / "site"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, main(f"http://127.0.0.1:{server.server_address[1]}")).result()
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,6 +1,7 @@
-"""``tools/bench_peers`` keeps working (issue 16): a benchmark, not a timed test, so this runs it cheaply — the
-product only (Python API, ``--via-abi`` and stdio, real headless Chromium), one repetition, the small page — and
-checks that it prints its table with a figure in every product cell. No timing is asserted."""
+"""``tools/bench_peers`` keeps working (issues 16 and 35): a benchmark, not a timed test, so this runs it cheaply —
+the product only (Python API, ``--via-abi``, stdio and ``--direct-cdp``, real headless Chromium), one repetition, the small page and
+the isolated-agents rows (one-second loops, one extra client) — and checks that it prints its table with a figure
+in every product cell. No timing is asserted."""
 
 from __future__ import annotations
 
@@ -28,7 +29,11 @@ def test_bench_peers_prints_a_figure_in_every_product_cell(tmp_path: Path) -> No
             "--reps",
             "1",
             "--pages",
-            "small",
+            "small,agents",
+            "--agent-seconds",
+            "1",
+            "--agent-extra",
+            "1",
             "--json",
             str(raw),
         ],
@@ -39,10 +44,16 @@ def test_bench_peers_prints_a_figure_in_every_product_cell(tmp_path: Path) -> No
     assert run.returncode == 0, run.stdout + run.stderr
     rows = [line for line in run.stdout.splitlines() if line.startswith("|")]
     header = [cell.strip() for cell in rows[0].strip("|").split("|")]
-    assert header[:4] == ["metric", "product (Python API)", "product (--via-abi)", "product (stdio)"], header
-    body = {
-        cells[0]: cells[1:4] for cells in ([c.strip() for c in r.strip("|").split("|")] for r in rows[2:])
-    }
+    assert header[:5] == [
+        "metric",
+        "product (Python API)",
+        "product (--via-abi)",
+        "product (stdio)",
+        "product (--direct-cdp)",
+    ], header
+    table = [[c.strip() for c in r.strip("|").split("|")] for r in rows[2:]]
+    body = {cells[0]: cells[1:5] for cells in table if not cells[0].startswith(("one more", "4 isolated"))}
+    agents = {cells[0]: cells for cells in table if cells[0].startswith(("one more", "4 isolated"))}
     expected = [
         "navigate to the small page",
         "small page: first snapshot after loading",
@@ -50,15 +61,31 @@ def test_bench_peers_prints_a_figure_in_every_product_cell(tmp_path: Path) -> No
         "small page: repeated snapshot",
         "click by ref",
         "native click by ref (product: click extension; peers: their click)",
+        "native hover by ref (product: hover extension; peers: their hover)",
         "type by ref",
     ]
     assert list(body) == expected, run.stdout
     for metric, cells in body.items():
         for cell in cells:
             assert FIGURE.match(cell), (metric, cell, run.stdout)
-    # nothing failed on the way (a failed click or type would be a note, and its cell would not be a figure)
+    # nothing failed on the way (a failed click, hover or type would be a note, and its cell not a figure)
     assert "notes:" not in run.stdout, run.stdout
-    assert raw.exists()
+    # the isolated agents (tools/bench_isolation's run): the Python API column has the figures, no peer ran
+    assert [label.split(":")[0] for label in agents] == [
+        "one more isolated agent",
+        "one more isolated agent",
+        "4 isolated agents",
+    ], run.stdout
+    for label, cells in agents.items():
+        cell = cells[1]
+        if label.startswith("4 isolated"):
+            assert re.match(r"^\d+\.\d\d× \(\d+\.\d / \d+\.\d tx/s\)$", cell), (label, cell)
+        else:
+            assert re.match(r"^-?\d+ MiB$", cell), (label, cell)
+        assert cells[2:5] == ["—", "—", "—"], (label, cells)
+    figures = json.loads(raw.read_text())
+    assert set(figures["agents"]["throughput"]) == {"1", "4"}, figures["agents"]
+    assert "playwright" not in figures["agents"]["memory"]
 
 
 @pytest.mark.timeout(600)

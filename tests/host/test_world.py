@@ -9,23 +9,16 @@ Each test provokes that transition for real and then reads and acts on the page.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import functools
 import json
-import threading
 import time
-from collections.abc import Awaitable, Callable
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from faults_testlib import chromium_processes, kill, until
-from host_testlib import ROOT, Host, call, ok
+from host_testlib import ROOT, Host, call, in_renderer, ok
 from kelpie_gateway import WORLD_NAME, reader
-from kelpie_gateway.host.browser import ChromiumRenderer, find_chromium
+from kelpie_gateway.host.browser import ChromiumRenderer
 from kelpie_gateway.host.browser.world import World
-from kelpie_gateway.host.parts import PARTS
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -146,30 +139,6 @@ def test_a_crashed_renderer_and_a_relaunched_browser_get_the_bundle_again(browse
 
 
 KEY = "0123456789abcdef0123456789abcdef"
-
-
-def in_renderer(body: Callable[[ChromiumRenderer, str, str], Awaitable[Any]]) -> Any:
-    """Run ``body(renderer, tab, site)`` against the host's own renderer (real headless Chromium, started on
-    the fixture site's form.html) on a loop of its own; returns what it returns."""
-
-    async def main(site: str) -> Any:
-        renderer = ChromiumRenderer(executable=find_chromium(None), log=print, parts=PARTS)
-        await renderer.start(f"{site}/form.html")
-        try:
-            tab = (await renderer.call("get-tabs", {}))["tabs"][0]["tabId"]
-            return await body(renderer, tab, site)
-        finally:
-            await renderer.close()
-
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(ROOT / "fixtures" / "site"))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, main(f"http://127.0.0.1:{server.server_address[1]}")).result()
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 async def evaluate(renderer: ChromiumRenderer, tab: str, script: str, world: str = WORLD_NAME) -> Any:

@@ -100,6 +100,8 @@ class BrowserOptions:
     """``--browser-header`` specs as given (``Name: value``, ``Name: @file:PATH``, ``Name: @env:VAR``)."""
     browser_backoff_max_s: float = 30.0
     """``--browser-backoff-max``: the longest wait between reconnects to a remote browser."""
+    direct_cdp: bool = False
+    """``--direct-cdp``: fixed scripts over the host's own CDP connection (docs/host.md "Direct CDP")."""
     isolation: str | None = None
     """``serve --isolation`` (None: the ``--config`` key, else ``shared``)."""
     max_contexts: int | None = None
@@ -450,6 +452,7 @@ async def _start_stack(
                 viewport=viewport,
                 backoff_max_s=opts.browser_backoff_max_s,
                 proxy=proxy.server if proxy is not None else None,
+                direct_cdp=opts.direct_cdp,
             )
         site = _ContextSite(
             policy,

@@ -435,6 +435,7 @@ def _browser_options(args: argparse.Namespace) -> dict[str, Any]:
         "browser_endpoint": args.browser_endpoint,
         "browser_headers": list(args.browser_header or []),
         "browser_backoff_max_s": args.browser_backoff_max,
+        "direct_cdp": args.direct_cdp,
         "config_file": Path(args.config) if args.config else None,
         "via_abi": args.via_abi,
         "abi_library": args.abi_library,
@@ -698,6 +699,12 @@ def _add_browser_flags(cmd: argparse.ArgumentParser) -> None:
         metavar="S",
         help="longest wait between reconnects to a remote browser that went away (default 30 s; doubling "
         "from 0.5 s, jittered)",
+    )
+    cmd.add_argument(
+        "--direct-cdp",
+        action="store_true",
+        help="run fixed scripts over the host's own CDP connection to the browser it launches (a loopback "
+        "DevTools port that any local process could use; skips Playwright's driver: docs/host.md 'Direct CDP')",
     )
     cmd.add_argument(
         "--config",

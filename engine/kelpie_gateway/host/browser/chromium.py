@@ -168,6 +168,7 @@ class ChromiumRenderer:
         tab_ids: Iterator[int] | None = None,
         max_popups: int = DEFAULT_MAX_POPUPS,
         lane: LaneOptions | None = None,
+        direct_cdp: bool = False,
     ) -> None:
         self.log = log
         self.lane = lane or LaneOptions()
@@ -187,6 +188,7 @@ class ChromiumRenderer:
                 remote=RemoteBrowser("cdp", cdp_endpoint) if cdp_endpoint else None,
                 viewport=viewport,
                 proxy=proxy,
+                direct_cdp=direct_cdp,
             )
         options = context_options or ContextOptions(
             viewport=dict(viewport or VIEWPORT),

@@ -48,6 +48,7 @@ from kelpie_gateway.host.remote import RemoteBrowser, Secrets, backoff_delay
 from kelpie_gateway.host.renderer import JsonObject, fail
 
 from .common import short
+from .direct import DirectCDP, debugging_flags, free_loopback_port
 
 CHROMIUM_FLAGS = (
     "--no-sandbox",
@@ -112,7 +113,9 @@ class BrowserLink:
     (``http://127.0.0.1:PORT``, a restrictive policy) when the browser can reach it (:attr:`reaches_proxy`):
     a browser this host launches — temporary or persistent profile — gets :func:`proxy_flags`, and a
     Playwright server on this machine is asked to launch with them (its launch-options header); an
-    attached browser takes no flags (its contexts get the proxy: ``lifecycle.new_context``)."""
+    attached browser takes no flags (its contexts get the proxy: ``lifecycle.new_context``).
+    ``direct_cdp`` (``--direct-cdp``): a browser this host launches also gets a loopback DevTools endpoint,
+    and the host its own connection to it (:attr:`direct`; docs/host.md "Direct CDP")."""
 
     def __init__(
         self,
@@ -127,9 +130,14 @@ class BrowserLink:
         backoff_max_s: float = 30.0,
         rand: Callable[[], float] = random.random,
         proxy: str | None = None,
+        direct_cdp: bool = False,
     ) -> None:
         self.log = log
         self.proxy = proxy
+        self.direct_cdp = direct_cdp
+        self.direct: DirectCDP | None = None
+        """The host's own CDP connection to the browser it launched (``direct_cdp``); None without one."""
+        self._debugging_port: int | None = None
         self.executable = executable
         self.explicit_executable = explicit_executable
         self.headless = headless
@@ -243,6 +251,7 @@ class BrowserLink:
             where = f"Playwright server at {remote.shown}{remote.describe_headers()}"
             mode = "remote"
         elif self.user_data_dir:
+            self._debugging_port = free_loopback_port() if self.direct_cdp else None
             self.persistent = await chromium.launch_persistent_context(
                 self.user_data_dir,
                 viewport=self.viewport,  # type: ignore[arg-type]
@@ -252,9 +261,12 @@ class BrowserLink:
             where = f"{self.executable or 'playwright-managed'}; profile {self.user_data_dir}"
             mode = "headless" if self.headless else "headed"
         else:
+            self._debugging_port = free_loopback_port() if self.direct_cdp else None
             self.browser = await chromium.launch(**self._launch_options(local=True))
             where = self.executable or "playwright-managed"
             mode = "headless" if self.headless else "headed"
+        if self.launched and self._debugging_port is not None:
+            await self._connect_direct(self._debugging_port)
         version = self.browser.version if self.browser is not None else "?"
         self.description = f"chromium {version} {mode} ({where})"
         self.generation += 1
@@ -265,11 +277,26 @@ class BrowserLink:
             context = self.persistent
             context.on("close", lambda _c: self._on_disconnected(context))
 
+    async def _connect_direct(self, port: int) -> None:
+        """The direct CDP connection to the browser just launched; without it (the port was taken, the
+        endpoint did not answer) every script goes through Playwright's sessions, as without the flag."""
+        try:
+            self.direct = await DirectCDP.connect(port)
+            self.log(f"direct CDP: fixed scripts over the browser's DevTools endpoint at 127.0.0.1:{port}")
+        except Exception as exc:
+            self.direct = None
+            self.log(
+                f"direct CDP unavailable ({type(exc).__name__}: {short(exc)}): scripts go through Playwright"
+            )
+
     def _launch_options(self, *, local: bool) -> dict[str, Any]:
-        """Playwright launch options: the host's flags (and the policy proxy's, :func:`proxy_flags`),
-        headless or not, the executable (Python names for a local launch, the protocol's for a Playwright
-        server's launch-options header; there only when given explicitly)."""
+        """Playwright launch options: the host's flags (and the policy proxy's, :func:`proxy_flags`; with
+        ``direct_cdp``, the loopback DevTools endpoint's), headless or not, the executable (Python names for
+        a local launch, the protocol's for a Playwright server's launch-options header; there only when
+        given explicitly)."""
         flags = [*CHROMIUM_FLAGS, *(proxy_flags(self.proxy) if self.proxy else ())]
+        if local and self._debugging_port is not None:
+            flags += debugging_flags(self._debugging_port)
         options: dict[str, Any] = {"headless": self.headless, "args": flags}
         if self.executable and (local or self.explicit_executable):
             options["executable_path" if local else "executablePath"] = self.executable
@@ -313,7 +340,13 @@ class BrowserLink:
             except Exception as exc:
                 self.log(f"browser-back listener failed: {type(exc).__name__}: {short(exc)}")
 
+    async def _close_direct(self) -> None:
+        direct, self.direct = self.direct, None
+        if direct is not None:
+            await direct.close()
+
     async def _close_old(self) -> None:
+        await self._close_direct()
         old, self.browser = self.browser, None
         if old is not None:
             with contextlib.suppress(Exception):
@@ -443,6 +476,7 @@ class BrowserLink:
         self._closing = True
         for task in list(self._background):
             task.cancel()
+        await self._close_direct()
         with contextlib.suppress(Exception):
             if self.browser is not None and not self.attached:
                 await self.browser.close()

@@ -11,6 +11,10 @@ document's world ``KelpieBrowserControl`` (docs/host.md "Fixed scripts: one worl
   short form (:func:`kelpie_gateway.kept_script`), else whole; a script never depends on any of this (it
   installs its own bundle when the world lacks it), and a context that vanished in between is created again.
 * The tab's session is :attr:`~kelpie_gateway.host.browser.common.Tab.cdp` (stopping a stuck script uses it).
+* With ``--direct-cdp`` (``BrowserLink.direct``) each tab also gets a flat session on the host's own CDP
+  connection (``direct.py``), and the main frame's fixed scripts (``run_script``: ``Runtime.evaluate`` with
+  ``returnByValue``, in the world the Playwright session made) go over it, skipping Playwright's driver;
+  everything else stays on the Playwright session (docs/host.md "Direct CDP").
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from kelpie_gateway.host.renderer import JsonObject, fail
 
 from .chromium import ChromiumRenderer, Part, endpoint
 from .common import Tab, short, state_of
+from .direct import DirectSession
 
 if TYPE_CHECKING:
     from .frames import Frames
@@ -63,6 +68,9 @@ class DocumentWorld:
     cdp: CDPSession
     context_id: int
     kept: set[str] = field(default_factory=set)
+    direct: DirectSession | None = None
+    """The tab's direct CDP session (``--direct-cdp``) when this is a main-frame world: fixed scripts go over
+    it while it lasts; None otherwise (frames' worlds, no direct connection)."""
     tagged: set[str] = field(default_factory=set)
     """The frames whose elements the host tagged in this world (``frames.py``; docs/reader.md "Frames")."""
     framed: bool = False
@@ -80,11 +88,17 @@ class TabWorld:
     registered: bool = False
     frame_id: str | None = None
     worlds: dict[str, asyncio.Future[DocumentWorld]] = field(default_factory=dict)
+    direct: DirectSession | None = None
+    """The page's flat session on the host's direct CDP connection (``--direct-cdp``), else None."""
 
     def reset(self, tab: Tab) -> None:
         """A new page, or a crashed one: nothing of the old session or its worlds is used again."""
         self.worlds.clear()
         tab.cdp, self.frame_id, self.session, self.registered = None, None, None, False
+        old, self.direct = self.direct, None
+        if old is not None:
+            old.gone = old.gone or "the tab's page was replaced"
+            old.connection.sessions.pop(old.session_id, None)
 
 
 DOCUMENT_GONE = ("Inspected target navigated or closed", "Execution context was destroyed")
@@ -172,13 +186,40 @@ class World(Part):
                 "Page.addScriptToEvaluateOnNewDocument", {"source": NEW_DOCUMENT, "worldName": WORLD_NAME}
             )
             self.of(tab).registered = tab.page is page
+        await self._attach_direct(tab, session)
         return session
+
+    async def _attach_direct(self, tab: Tab, session: CDPSession) -> None:
+        """Best effort: the page's flat session on the host's direct CDP connection, if there is one; without
+        it the tab's scripts go through ``session`` (Playwright's), exactly as without ``--direct-cdp``."""
+        direct = self.renderer.lifecycle.link.direct
+        if direct is None or direct.closed:
+            return
+        page = tab.page
+        try:
+            info = await session.send("Target.getTargetInfo")
+            flat = await direct.attach(str(info["targetInfo"]["targetId"]))
+        except (PlaywrightError, KeyError, TypeError):
+            return
+        if tab.page is not page or tab.cdp is not session:
+            await flat.detach()
+            return
+        with contextlib.suppress(PlaywrightError):
+            await flat.send("Inspector.enable")  # so a renderer crash fails a pending script at once
+        self.of(tab).direct = flat
 
     async def session(self, tab: Tab) -> CDPSession:
         """The tab's one CDP session (:attr:`Tab.cdp`), for a part that sends CDP commands to the tab's
         target itself (native input: ``host/extensions/pointer.py``); opened again when opening it failed.
         Raises PlaywrightError when it cannot be had (the page replaced or closed)."""
         return await self._session_of(tab)
+
+    def direct_session(self, tab: Tab) -> DirectSession | None:
+        """The tab's live flat session on the host's direct CDP connection (``--direct-cdp``), else None: a
+        part may send commands to the tab's target over it that need none of Playwright's bookkeeping
+        (native input's ``Input`` events)."""
+        direct = self.of(tab).direct
+        return direct if direct is not None and direct.gone is None else None
 
     async def _session_of(self, tab: Tab) -> CDPSession:
         made = self.of(tab).session
@@ -208,7 +249,7 @@ class World(Part):
                 if attempt:
                     raise
                 state.frame_id = None  # ask the frame tree again, once
-        world = DocumentWorld(cdp, int(made["executionContextId"]))
+        world = DocumentWorld(cdp, int(made["executionContextId"]), direct=state.direct)
         if name == WORLD_NAME:
             if not registered:
                 # Best effort: a failure here only means the first script compiles its own bundle.
@@ -288,16 +329,16 @@ class World(Part):
         expected to hold its bundle; if it does not after all (that form then ran nothing), the whole
         script. Raises PlaywrightError as ``CDPSession.send`` does."""
         params = {"contextId": world.context_id, "returnByValue": True, "awaitPromise": True}
+        direct = world.direct
+        sender: CDPSession | DirectSession = world.cdp if direct is None or direct.gone else direct
         if short_form is not None and short_form[0] in world.kept:
-            reply: JsonObject = await world.cdp.send(
-                "Runtime.evaluate", {"expression": short_form[1], **params}
-            )
+            reply: JsonObject = await sender.send("Runtime.evaluate", {"expression": short_form[1], **params})
             if reply.get("exceptionDetails") or not bundle_missing(
                 reply.get("result", {}).get("value"), short_form[0]
             ):
                 return reply
             world.kept.discard(short_form[0])
-        reply = await world.cdp.send("Runtime.evaluate", {"expression": script, **params})
+        reply = await sender.send("Runtime.evaluate", {"expression": script, **params})
         if short_form is not None and not reply.get("exceptionDetails"):
             world.kept.add(short_form[0])  # the script's loader found or installed it
         return reply

@@ -31,6 +31,7 @@ from playwright.async_api import Error as PlaywrightError
 from kelpie_gateway import focus_script, pointer_aim_script, pointer_frame_script, pointer_report_script
 from kelpie_gateway.host.browser.chromium import endpoint
 from kelpie_gateway.host.browser.common import Tab, short
+from kelpie_gateway.host.browser.direct import DirectSession
 from kelpie_gateway.host.browser.frames import FrameDoc, Frames
 from kelpie_gateway.host.browser.world import World
 from kelpie_gateway.host.renderer import JsonObject, fail
@@ -115,16 +116,21 @@ class Unknown(Exception):
 
 
 class Hand:
-    """The trusted events of one call, sent over the tab's CDP session; :attr:`sent` says whether any was
-    (so a failure is a refusal or an unknown outcome)."""
+    """The trusted events of one call, sent over the tab's CDP session (``cdp``), or over its direct session
+    when one is given and alive (``--direct-cdp``: docs/host.md "Direct CDP"); :attr:`sent` says whether any
+    was (so a failure is a refusal or an unknown outcome)."""
 
-    def __init__(self, cdp: CDPSession) -> None:
+    def __init__(self, cdp: CDPSession, direct: DirectSession | None = None) -> None:
         self.cdp = cdp
+        self.direct = direct
         self.sent = False
         self.modifiers = 0
 
     async def send(self, method: str, params: JsonObject) -> Any:
         self.sent = True
+        direct = self.direct
+        if direct is not None and direct.gone is None:
+            return await direct.send(method, params)
         return await self.cdp.send(method, params)
 
     async def mouse(
@@ -345,13 +351,16 @@ class NativeInput(Extension):
             return [None] * len(handles)
         return watches
 
-    async def hand(self, tab: Tab) -> Hand | JsonObject:
-        """A :class:`Hand` on the tab's CDP session, or the refusal when there is none (nothing sent)."""
+    async def hand(self, tab: Tab, *, direct: bool = True) -> Hand | JsonObject:
+        """A :class:`Hand` on the tab's CDP session (and its direct session, when ``direct`` and there is
+        one), or the refusal when there is none (nothing sent). A drag keeps to the Playwright session: its
+        ``Input.dragIntercepted`` events come on the session that asked for them."""
         world = self.renderer.part(World)
         try:
             if world is None:
                 raise PlaywrightError("this host has no isolated-world part")
-            return Hand(await world.session(tab))
+            session = await world.session(tab)
+            return Hand(session, world.direct_session(tab) if direct else None)
         except PlaywrightError as exc:
             return fail(
                 "RENDERER_FAILED", f"no CDP session for the tab: {short(exc)}", mayHaveCompleted=False
@@ -552,7 +561,7 @@ class NativeInput(Extension):
         if end.get("success") is not True:
             await self.report(tab, key, (source,))  # ends the source's watch
             return end
-        hand = await self.hand(tab)
+        hand = await self.hand(tab, direct=False)
         if not isinstance(hand, Hand):
             return hand
         x1, y1 = end["x"], end["y"]
