@@ -122,20 +122,35 @@ def test_a_crashed_renderer_and_a_relaunched_browser_get_the_bundle_again(browse
     tab = open_tab(browser_host, "form.html")
     read_and_act(browser_host, tab)
     kill(chromium_processes(browser_host)[1])  # every renderer: the tab's page is gone
-    until(lambda: bool(call(browser_host, "tabs.list", {})["result"]["tabs"][0].get("crashed")), 10)
+    # This tab's crash, not merely the first listed tab's: a navigate dispatched before its own crash is
+    # heard is retired by it (RENDERER_FAILED, mayHaveCompleted), as the liveness rules say.
+    until(lambda: crashed(browser_host, tab), 10)
     ok(browser_host, "tab.navigate", {"tabId": tab, "url": browser_host.site("form.html")})  # recovers it
     read_and_act(browser_host, tab)
     for other in ok(browser_host, "tabs.list", {})["tabs"]:  # other tabs crashed too: recover or close
         if other.get("crashed") and other["tabId"] != tab:
             ok(browser_host, "tabs.close", {"tabId": other["tabId"]})
 
+    exits = exited(browser_host)
     kill(chromium_processes(browser_host)[0])  # the browser itself: the host relaunches it
+    # The host hears the exit a moment later; a tabs.list answered before that proves nothing.
+    until(lambda: exited(browser_host) > exits, 20)
     deadline = time.monotonic() + 60
     while not call(browser_host, "tabs.list", {})["success"]:
         assert time.monotonic() < deadline, "the browser was not relaunched"
         time.sleep(0.2)
     fresh = open_tab(browser_host, "form.html")
     read_and_act(browser_host, fresh)
+
+
+def crashed(host: Host, tab: str) -> bool:
+    """``tabs.list`` says ``tab`` is crashed."""
+    return any(t["tabId"] == tab and t.get("crashed") for t in call(host, "tabs.list", {})["result"]["tabs"])
+
+
+def exited(host: Host) -> int:
+    """How many times the host has logged that its browser exited."""
+    return sum("browser exited" in line for line in list(host.process.lines))
 
 
 KEY = "0123456789abcdef0123456789abcdef"
