@@ -282,6 +282,7 @@ PROBES: dict[str, Callable[[], bool]] = {
         importlib.import_module("kelpie_gateway.host.stdio"), "REQUEST_ORDER", None
     )
     == "arrival",
+    'direct CDP hot path (`--direct-cdp`, opt-in: docs/host.md "Direct CDP")': _flag("--direct-cdp"),
     "site policy for every request of every target": lambda: (
         importlib.util.find_spec("kelpie_gateway.host.policy_proxy") is not None
     ),
