@@ -16,6 +16,7 @@ import asyncio
 import json
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from kelpie_gateway.host.launch import HostError, HostProcess
@@ -123,12 +124,16 @@ async def run_journey(url: str, token: str, *, out: Any = None) -> None:
         j = McpJourney(client, out)
         info = client.server_info
         server = f"{info.name} {info.version}" if info is not None else "?"
-        j.say(f"1. connect (SDK default mode) → {negotiated(client)}, server {server}")
+        j.say(
+            f"1. connect (the SDK picks the newest MCP revision the host serves) → {negotiated(client)}, "
+            f"server {server}"
+        )
         tools = await client.list_tools()
         names = [tool.name for tool in tools.tools]
         j.say(f"2. tools/list → {', '.join(names)}")
         if "kelpie_browser_control" not in names:
             raise JourneyError("kelpie_browser_control is not listed")
+        j.say(f"   {TOOL_NOTE}")
 
         j.say("3. tabs.list")
         tabs = await j.call("tabs.list", {})
@@ -182,6 +187,25 @@ async def run_journey(url: str, token: str, *, out: Any = None) -> None:
         )
 
 
+TOOL_NOTE = (
+    "each step below is one tools/call of kelpie_browser_control {method, params}: "
+    "a method such as tabs.list is not a tool of its own"
+)
+
+
+def next_steps(executable: str | None = None) -> list[str]:
+    """What the demo prints last: how to run the host for a real client, with this checkout's own
+    ``kelpie-gateway`` (after ``tools/dev demo`` it is not on ``PATH``)."""
+    if executable is None:
+        beside = Path(sys.executable).parent / "kelpie-gateway"
+        executable = str(beside) if beside.exists() else "kelpie-gateway"
+    return [
+        "next: an MCP client over stdio (e.g. Claude Code):",
+        f"  claude mcp add kelpie -- {executable} mcp",
+        f"  or a host over HTTP with pairing: {executable} serve (README 'Using a running host')",
+    ]
+
+
 def negotiated(client: Any) -> str:
     """How ``client`` (an ``mcp.Client`` that has connected) speaks to the host: the protocol revision and
     its era — stateless (``server/discover`` answered, no handshake, no session) or handshake
@@ -228,4 +252,6 @@ def run_demo(*, via_abi: bool = False, browser_executable: str | None = None) ->
     finally:
         host.stop()
     _line("demo finished: every step behaved as the contract says")
+    for line in next_steps():
+        _line(line)
     return 0
